@@ -1,0 +1,56 @@
+# Two commands: `make run` (set up everything and serve the demo) and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check -q
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test install install-test lint format bench worker migrate demo clean
+
+$(VENV)/bin/python:
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed, found " + sys.version.split()[0]'
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+
+$(VENV)/.installed: $(VENV)/bin/python pyproject.toml
+	$(PIP) install -e .
+	@touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
+	$(PIP) install -e '.[test]'
+	@# irrCAC pins scipy==1.12 (numpy<2) although it runs on current ones: install it without its pins.
+	$(PIP) install --no-deps 'irrCAC==0.4.4'
+	@touch $@
+
+install: $(VENV)/.installed
+
+install-test: $(VENV)/.installed-test
+
+migrate: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py load_taxonomies
+
+demo: migrate
+	$(PY) manage.py seed_demo
+
+run: demo
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+test: install-test
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/pytest
+
+lint: install-test
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+worker: install
+	$(VENV)/bin/celery -A annotator worker --loglevel INFO
+
+bench: install-test
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) var staticfiles .pytest_cache .ruff_cache

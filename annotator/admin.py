@@ -1,0 +1,76 @@
+from django.contrib import admin
+
+from annotator.models import (
+    AdjudicationItem,
+    AgreementReport,
+    Annotation,
+    Assignment,
+    Export,
+    GoldLabel,
+    LabelApplication,
+    LabelHistory,
+    Membership,
+    Project,
+)
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    raw_id_fields = ["user"]
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "taxonomy_version", "overlap", "blind", "created_at"]
+    search_fields = ["slug", "name"]
+    inlines = [MembershipInline]
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(admin.ModelAdmin):
+    list_display = ["project", "trace", "annotator", "status", "reserved_until"]
+    list_filter = ["status", "project"]
+    raw_id_fields = ["trace", "annotator"]
+
+
+class LabelInline(admin.TabularInline):
+    model = LabelApplication
+    extra = 0
+
+
+@admin.register(Annotation)
+class AnnotationAdmin(admin.ModelAdmin):
+    list_display = ["assignment", "status", "no_failure", "ambiguous", "confidence", "version", "updated_at"]
+    list_filter = ["status"]
+    inlines = [LabelInline]
+    raw_id_fields = ["assignment"]
+
+
+@admin.register(LabelHistory)
+class LabelHistoryAdmin(admin.ModelAdmin):
+    list_display = ["annotation", "action", "actor", "at"]
+    readonly_fields = ["annotation", "actor", "action", "before", "after", "at"]
+
+
+class GoldInline(admin.TabularInline):
+    model = GoldLabel
+    extra = 0
+
+
+@admin.register(AdjudicationItem)
+class AdjudicationItemAdmin(admin.ModelAdmin):
+    list_display = ["project", "trace", "status", "severity", "claimed_by", "resolved_by"]
+    list_filter = ["status", "project"]
+    inlines = [GoldInline]
+    raw_id_fields = ["trace"]
+
+
+@admin.register(AgreementReport)
+class AgreementReportAdmin(admin.ModelAdmin):
+    list_display = ["project", "status", "fingerprint", "requested_at", "computed_at"]
+
+
+@admin.register(Export)
+class ExportAdmin(admin.ModelAdmin):
+    list_display = ["project", "status", "target_repo", "created_at"]

@@ -1,0 +1,1 @@
+"""Inter-annotator agreement statistics (pure numpy; no Django import)."""

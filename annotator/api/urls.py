@@ -1,0 +1,17 @@
+"""REST API routes. Token auth (`POST /api/token/`) or the browser session; same checks as the pages."""
+
+from django.urls import include, path
+from rest_framework.authtoken.views import obtain_auth_token
+from rest_framework.routers import DefaultRouter
+
+from annotator.api import projects
+from taxonomy.api import TaxonomyViewSet
+
+router = DefaultRouter()
+router.register("projects", projects.ProjectViewSet, basename="project")
+router.register("taxonomies", TaxonomyViewSet, basename="taxonomy")
+
+urlpatterns = [
+    path("token/", obtain_auth_token, name="api-token"),
+    path("", include(router.urls)),
+]

@@ -1,0 +1,111 @@
+"""Projects, who is in them with which role, and who labels which trace."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Role(models.TextChoices):
+    OWNER = "owner", "Owner"
+    ANNOTATOR = "annotator", "Annotator"
+    ADJUDICATOR = "adjudicator", "Adjudicator"
+    VIEWER = "viewer", "Viewer"
+
+
+class ProjectQuerySet(models.QuerySet):
+    def visible_to(self, user) -> ProjectQuerySet:
+        """Projects the user is an active member of (staff see none extra: access is by membership)."""
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(memberships__user=user, memberships__active=True).distinct()
+
+
+class Project(models.Model):
+    slug = models.SlugField(max_length=80, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    taxonomy_version = models.ForeignKey(
+        "taxonomy.TaxonomyVersion", on_delete=models.PROTECT, related_name="projects"
+    )
+    batches = models.ManyToManyField("traces.Batch", related_name="projects", blank=True)
+    overlap = models.PositiveSmallIntegerField(default=2, help_text="Independent annotations per trace")
+    guidelines = models.TextField(blank=True, help_text="Markdown, shown to annotators (sanitised)")
+    blind = models.BooleanField(default=True, help_text="Annotators never see others' labels")
+    reservation_minutes = models.PositiveIntegerField(default=30)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ProjectQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(overlap__gte=1), name="project_overlap_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=12, choices=Role.choices)
+    # Removing someone keeps their finished work: the membership is deactivated, not deleted.
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "role", "user__username"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user", "role"], name="membership_unique_role"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} as {self.role} in {self.project}"
+
+
+class AssignmentQuerySet(models.QuerySet):
+    def open_for(self, user) -> AssignmentQuerySet:
+        return self.filter(annotator=user, status__in=Assignment.OPEN_STATUSES)
+
+
+class Assignment(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "To do"
+        IN_PROGRESS = "in_progress", "Draft"
+        SUBMITTED = "submitted", "Submitted"
+        SKIPPED = "skipped", "Skipped"
+
+    OPEN_STATUSES = (Status.PENDING, Status.IN_PROGRESS)
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="assignments")
+    trace = models.ForeignKey("traces.Trace", on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
+    )
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
+    # An expiring reservation: "Start next" claims a slot, and an abandoned claim frees itself.
+    reserved_until = models.DateTimeField(null=True, blank=True)
+    skip_reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = AssignmentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["project", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "trace", "annotator"], name="assignment_unique_trace_annotator"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["project", "annotator", "status"], name="assignment_queue_idx"),
+            models.Index(fields=["project", "trace"], name="assignment_trace_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} on {self.trace_id} ({self.status})"

@@ -1,0 +1,32 @@
+"""The landing page: the projects I belong to, with my role and progress."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Q
+from django.shortcuts import render
+
+from annotator.models import Assignment, Project
+
+
+def home(request):
+    projects = (
+        Project.objects.visible_to(request.user)
+        .select_related("taxonomy_version__taxonomy")
+        .annotate(
+            my_total=Count("assignments", filter=Q(assignments__annotator=request.user), distinct=True),
+            my_done=Count(
+                "assignments",
+                filter=Q(
+                    assignments__annotator=request.user,
+                    assignments__status__in=[Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED],
+                ),
+                distinct=True,
+            ),
+        )
+        .order_by("name")
+    )
+    roles: dict[int, list[str]] = {}
+    for membership in request.user.memberships.filter(active=True).values("project_id", "role"):
+        roles.setdefault(membership["project_id"], []).append(membership["role"])
+    rows = [(project, sorted(roles.get(project.pk, []))) for project in projects]
+    return render(request, "annotator/home.html", {"rows": rows})

@@ -1,0 +1,34 @@
+"""A project's overview page: what it labels, who is in it, how far along it is."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Q
+from django.shortcuts import render
+
+from annotator.access import access_project, can_see_all_labels
+from annotator.models import Assignment
+
+
+def project_detail(request, slug: str):
+    project = access_project(request.user, slug)
+    counts = project.assignments.aggregate(
+        total=Count("id"),
+        submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
+        drafts=Count("id", filter=Q(status=Assignment.Status.IN_PROGRESS)),
+        skipped=Count("id", filter=Q(status=Assignment.Status.SKIPPED)),
+    )
+    members = (
+        project.memberships.filter(active=True).select_related("user").order_by("role", "user__username")
+    )
+    batches = project.batches.order_by("name")
+    return render(
+        request,
+        "annotator/project_detail.html",
+        {
+            "project": project,
+            "counts": counts,
+            "members": members,
+            "batches": batches,
+            "is_reviewer": can_see_all_labels(project.user_roles),
+        },
+    )

@@ -1,0 +1,73 @@
+"""Read-only taxonomy API: taxonomies are shared reference data, visible to every signed-in user."""
+
+from __future__ import annotations
+
+from rest_framework import serializers, viewsets
+
+from taxonomy.models import FailureMode, Taxonomy
+
+
+class FailureModeSerializer(serializers.ModelSerializer):
+    category = serializers.CharField(source="category.code", default=None, read_only=True)
+    parent = serializers.CharField(source="parent.code", default=None, read_only=True)
+
+    class Meta:
+        model = FailureMode
+        fields = [
+            "code",
+            "name",
+            "category",
+            "parent",
+            "definition",
+            "guidance",
+            "examples",
+            "aliases",
+            "fatal",
+        ]
+
+
+class TaxonomySerializer(serializers.ModelSerializer):
+    latest_version = serializers.SerializerMethodField()
+    labelling_mode = serializers.SerializerMethodField()
+    modes = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Taxonomy
+        fields = [
+            "slug",
+            "name",
+            "description",
+            "citation",
+            "source_url",
+            "latest_version",
+            "labelling_mode",
+            "modes",
+        ]
+
+    def _version(self, taxonomy: Taxonomy):
+        versions = list(taxonomy.versions.all())
+        return versions[-1] if versions else None
+
+    def get_latest_version(self, taxonomy: Taxonomy) -> int | None:
+        version = self._version(taxonomy)
+        return version.number if version else None
+
+    def get_labelling_mode(self, taxonomy: Taxonomy) -> str | None:
+        version = self._version(taxonomy)
+        return version.labelling_mode if version else None
+
+    def get_modes(self, taxonomy: Taxonomy) -> list[dict]:
+        version = self._version(taxonomy)
+        if version is None:
+            return []
+        return FailureModeSerializer(version.modes.all(), many=True).data
+
+
+class TaxonomyViewSet(viewsets.ReadOnlyModelViewSet):
+    serializer_class = TaxonomySerializer
+    lookup_field = "slug"
+
+    def get_queryset(self):
+        return Taxonomy.objects.prefetch_related(
+            "versions__modes__category", "versions__modes__parent"
+        ).order_by("slug")

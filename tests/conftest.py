@@ -1,0 +1,78 @@
+"""Personas (owner, annotator, adjudicator, outsider), the built-in taxonomies, and the CI guard."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.services import IN_CI
+
+
+def pytest_sessionstart(session):
+    # CI promises PostgreSQL: running the suite on SQLite there would hide real-database bugs.
+    if IN_CI:
+        from django.conf import settings
+
+        engine = settings.DATABASES["default"]["ENGINE"]
+        if "postgresql" not in engine:
+            pytest.exit(
+                f"CI=true but DATABASE_URL does not select PostgreSQL (engine: {engine})", returncode=3
+            )
+
+
+@pytest.fixture
+def taxonomies(db):
+    from taxonomy.services import load_builtin_taxonomies
+
+    return {version.taxonomy.slug: version for version, _ in load_builtin_taxonomies()}
+
+
+@pytest.fixture
+def mast(taxonomies):
+    return taxonomies["mast"]
+
+
+@pytest.fixture
+def owner(db):
+    from tests.factories import UserFactory
+
+    return UserFactory(username="olivia-owner")
+
+
+@pytest.fixture
+def annotator_a(db):
+    from tests.factories import UserFactory
+
+    return UserFactory(username="ana-annotator")
+
+
+@pytest.fixture
+def annotator_b(db):
+    from tests.factories import UserFactory
+
+    return UserFactory(username="ben-annotator")
+
+
+@pytest.fixture
+def adjudicator(db):
+    from tests.factories import UserFactory
+
+    return UserFactory(username="ada-adjudicator")
+
+
+@pytest.fixture
+def outsider(db):
+    from tests.factories import UserFactory
+
+    return UserFactory(username="oscar-outsider")
+
+
+@pytest.fixture
+def project(db, mast, owner, annotator_a, annotator_b, adjudicator):
+    from tests.factories import ProjectFactory, add_member
+
+    project = ProjectFactory(taxonomy_version=mast, slug="demo-project", name="Demo project")
+    add_member(project, owner, "owner")
+    add_member(project, annotator_a, "annotator")
+    add_member(project, annotator_b, "annotator")
+    add_member(project, adjudicator, "adjudicator")
+    return project

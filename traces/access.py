@@ -1,0 +1,11 @@
+"""Who may see traces outside a project: staff (the people who import). Project members reach traces
+through their project's pages, which check membership in annotator.access."""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+
+
+def require_importer(user) -> None:
+    if not (user.is_authenticated and user.is_staff):
+        raise PermissionDenied("Only staff can browse and import batches outside a project")

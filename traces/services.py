@@ -1,0 +1,387 @@
+"""The import verb: stream records from files into one batch, all-or-nothing, de-duplicated, in bulk.
+
+Parsing is done by `traces.importers` (no Django); this module turns records into rows. Steps go in with
+COPY on PostgreSQL (bulk_create elsewhere) in chunks, so memory is bounded by the chunk, not the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from django.db import connection, transaction
+from django.db.models import F
+
+from traces import importers
+from traces.importers import detect_format
+from traces.importers.native import dump_native
+from traces.importers.records import STEP_KINDS, AnnotationRecord, TraceFormatError, TraceRecord
+from traces.models import Batch, Step, Trace
+
+TRACES_PER_CHUNK = 500
+STEPS_PER_CHUNK = 50_000
+STEP_COLUMNS = (
+    "trace_id",
+    "index",
+    "parent_index",
+    "depth",
+    "agent",
+    "role",
+    "kind",
+    "content",
+    "tool_name",
+    "tool_args",
+    "tool_call_id",
+    "timestamp",
+    "tokens",
+    "duration_ms",
+)
+
+ProgressCallback = Callable[[int, int], None]  # (bytes read so far, records so far)
+
+
+@dataclass
+class FileResult:
+    name: str
+    format: str = ""
+    traces: int = 0
+    steps: int = 0
+    duplicates: int = 0
+    error: str = ""
+
+
+@dataclass
+class ImportResult:
+    batch: Batch | None
+    files: list[FileResult] = field(default_factory=list)
+    # (trace id, its external id, the labels that came inside the file) for the annotator layer to store.
+    annotations: list[tuple[int, str, list[AnnotationRecord]]] = field(default_factory=list)
+
+    @property
+    def traces(self) -> int:
+        return sum(f.traces for f in self.files)
+
+    @property
+    def steps(self) -> int:
+        return sum(f.steps for f in self.files)
+
+    @property
+    def duplicates(self) -> int:
+        return sum(f.duplicates for f in self.files)
+
+    @property
+    def errors(self) -> list[str]:
+        return [
+            f"{f.name}: {f.error}" if not f.error.startswith(f.name) else f.error
+            for f in self.files
+            if f.error
+        ]
+
+    def as_dict(self) -> dict:
+        return {
+            "batch": self.batch.name if self.batch else None,
+            "traces": self.traces,
+            "steps": self.steps,
+            "duplicates": self.duplicates,
+            "files": [vars(f) for f in self.files],
+        }
+
+
+class ImportFailed(Exception):
+    """The import was rolled back; `result.files` says which file failed and why."""
+
+    def __init__(self, result: ImportResult):
+        self.result = result
+        super().__init__("; ".join(result.errors))
+
+
+def content_hash(record: TraceRecord, fmt: str) -> str:
+    """Identity of a trace's content: the same record imported twice hashes the same."""
+    canonical = json.dumps([fmt, dump_native(record)], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class _CountingReader:
+    """Wraps a binary file to report bytes read (progress) without buffering the file."""
+
+    def __init__(self, raw: BinaryIO, on_read: Callable[[int], None]):
+        self._raw, self._on_read, self.count = raw, on_read, 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._raw.read(size)
+        self.count += len(data)
+        self._on_read(self.count)
+        return data
+
+    def readline(self, size: int = -1) -> bytes:
+        data = self._raw.readline(size)
+        self.count += len(data)
+        self._on_read(self.count)
+        return data
+
+    def __iter__(self) -> Iterator[bytes]:
+        while line := self.readline():
+            yield line
+
+    def __getattr__(self, name):
+        return getattr(self._raw, name)
+
+
+def do_import_files(
+    files: Iterable[tuple[Path, str]],
+    *,
+    batch_name: str,
+    fmt: str | None = None,
+    user=None,
+    progress: ProgressCallback | None = None,
+) -> ImportResult:
+    """Import `files` ((path, display name) pairs) into the batch `batch_name`, all or nothing.
+
+    Raises ImportFailed (database unchanged) when any file is malformed; the other files are still
+    parsed so that every file's error is reported at once.
+    """
+    files = list(files)
+    result = ImportResult(batch=None)
+    total_before = 0
+    try:
+        with transaction.atomic():
+            batch, _ = Batch.objects.select_for_update().get_or_create(
+                name=batch_name, defaults={"imported_by": user, "format": fmt or ""}
+            )
+            result.batch = batch
+            seen: set[str] = set()
+            for path, name in files:
+                file_result = FileResult(name=name)
+                result.files.append(file_result)
+                if any(f.error for f in result.files):
+                    _validate_only(path, name, fmt, file_result)
+                    continue
+                try:
+                    _import_one(path, name, fmt, batch, seen, file_result, result, total_before, progress)
+                except TraceFormatError as error:
+                    file_result.error = str(error)
+                total_before += path.stat().st_size
+            if any(f.error for f in result.files):
+                raise ImportFailed(result)
+            formats = sorted({f.format for f in result.files if f.format})
+            sources = [f.name for f in result.files]
+            Batch.objects.filter(pk=batch.pk).update(
+                trace_count=F("trace_count") + result.traces,
+                step_count=F("step_count") + result.steps,
+                format=",".join(sorted(set(filter(None, [*batch.format.split(","), *formats])))),
+                source="; ".join(filter(None, [batch.source, *sources]))[:5000],
+            )
+            batch.refresh_from_db()
+    except ImportFailed:
+        result.batch = None
+        raise
+    return result
+
+
+def _validate_only(path: Path, name: str, fmt: str | None, file_result: FileResult) -> None:
+    try:
+        file_result.format = fmt or detect_format(path)
+        with path.open("rb") as stream:
+            for _ in _parser(file_result.format, name).parse(stream, name):
+                pass
+    except TraceFormatError as error:
+        file_result.error = str(error)
+
+
+def _import_one(
+    path: Path,
+    name: str,
+    fmt: str | None,
+    batch: Batch,
+    seen: set[str],
+    file_result: FileResult,
+    result: ImportResult,
+    offset: int,
+    progress: ProgressCallback | None,
+) -> None:
+    file_result.format = fmt or detect_format(path)
+    records_done = 0
+
+    def on_read(count: int) -> None:
+        if progress is not None:
+            progress(offset + count, result.traces + records_done)
+
+    chunk: list[tuple[TraceRecord, str]] = []
+    chunk_steps = 0
+    with path.open("rb") as raw:
+        reader = _CountingReader(raw, on_read)
+        for record in _parser(file_result.format, name).parse(reader, name):
+            records_done += 1
+            _check_record(record, name)
+            digest = content_hash(record, file_result.format)
+            if digest in seen:
+                file_result.duplicates += 1
+                continue
+            seen.add(digest)
+            chunk.append((record, digest))
+            chunk_steps += len(record.steps)
+            if len(chunk) >= TRACES_PER_CHUNK or chunk_steps >= STEPS_PER_CHUNK:
+                _flush(chunk, batch, file_result, result)
+                chunk, chunk_steps = [], 0
+        _flush(chunk, batch, file_result, result)
+
+
+def _parser(fmt: str, name: str):
+    module = importers.FORMATS.get(fmt)
+    if module is None:
+        known = ", ".join(importers.FORMATS)
+        raise TraceFormatError(f"unknown format {fmt!r}; known formats: {known}", file=name)
+    return module
+
+
+def _check_record(record: TraceRecord, name: str) -> None:
+    """Defence in depth: every parser validates, but rows must never hold an unknown kind or a bad parent."""
+    for i, step in enumerate(record.steps):
+        if step.kind not in STEP_KINDS:
+            raise TraceFormatError(
+                f"unknown step kind {step.kind!r}",
+                file=name,
+                record=record.record_no,
+                field=f"steps[{i}].kind",
+            )
+        if step.parent is not None and not 0 <= step.parent < len(record.steps):
+            raise TraceFormatError(
+                f"parent {step.parent} is not a step of this trace",
+                file=name,
+                record=record.record_no,
+                field=f"steps[{i}].parent",
+            )
+
+
+def _flush(chunk: list[tuple[TraceRecord, str]], batch: Batch, file_result: FileResult, result: ImportResult):
+    if not chunk:
+        return
+    existing = dict(
+        Trace.objects.filter(content_hash__in=[d for _, d in chunk]).values_list("content_hash", "pk")
+    )
+    fresh = [(record, digest) for record, digest in chunk if digest not in existing]
+    for record, digest in chunk:
+        if digest in existing:
+            file_result.duplicates += 1
+            if record.annotations:
+                result.annotations.append((existing[digest], record.external_id, record.annotations))
+    traces = Trace.objects.bulk_create(
+        [
+            Trace(
+                batch=batch,
+                external_id=record.external_id[:255],
+                content_hash=digest,
+                task=record.task,
+                system=record.system[:120],
+                model=record.model[:120],
+                benchmark=record.benchmark[:120],
+                outcome=record.outcome,
+                score=record.score,
+                metadata=record.metadata,
+                raw=record.raw,
+                source_format=file_result.format,
+                step_count=len(record.steps),
+            )
+            for record, digest in fresh
+        ]
+    )
+    rows = []
+    for trace, (record, _) in zip(traces, fresh, strict=True):
+        rows.extend(_step_rows(trace.pk, record))
+        if record.annotations:
+            result.annotations.append((trace.pk, record.external_id, record.annotations))
+    _insert_steps(rows)
+    file_result.traces += len(fresh)
+    file_result.steps += len(rows)
+
+
+def _step_rows(trace_id: int, record: TraceRecord) -> Iterator[tuple]:
+    depths: list[int] = []
+    for index, step in enumerate(record.steps):
+        parent = step.parent
+        depth = (
+            depths[parent] + 1 if parent is not None and parent < index else (1 if parent is not None else 0)
+        )
+        depths.append(depth)
+        yield (
+            trace_id,
+            index,
+            parent,
+            min(depth, 32767),
+            step.agent[:200],
+            step.role[:40],
+            step.kind,
+            step.content,
+            step.tool_name[:200],
+            None if step.tool_args is None else json.dumps(step.tool_args, ensure_ascii=False, default=str),
+            step.tool_call_id[:200],
+            (step.timestamp or "")[:64],
+            step.tokens,
+            step.duration_ms,
+        )
+
+
+def _insert_steps(rows: list[tuple]) -> None:
+    if not rows:
+        return
+    if connection.vendor == "postgresql":
+        columns = ", ".join(f'"{c}"' for c in STEP_COLUMNS)
+        with connection.cursor() as cursor, cursor.copy(f"COPY traces_step ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        return
+    Step.objects.bulk_create(
+        [Step(**dict(zip(STEP_COLUMNS, _python_row(row), strict=True))) for row in rows], batch_size=2000
+    )
+
+
+def _python_row(row: tuple) -> tuple:
+    # bulk_create wants Python values for the JSON column, COPY wants its text.
+    tool_args = row[9]
+    return (*row[:9], None if tool_args is None else json.loads(tool_args), *row[10:])
+
+
+def export_native(batch: Batch, out) -> int:
+    """Write the batch as native JSONL (one canonical trace per line); returns the number of traces."""
+    count = 0
+    traces = Trace.objects.filter(batch=batch).order_by("id")
+    for trace in traces.iterator(chunk_size=200):
+        steps = Step.objects.filter(trace=trace).order_by("index")
+        out.write(json.dumps(dump_native(trace_to_record(trace, steps)), ensure_ascii=False) + "\n")
+        count += 1
+    return count
+
+
+def trace_to_record(trace: Trace, steps: Iterable[Step]) -> TraceRecord:
+    from traces.importers.records import StepRecord
+
+    return TraceRecord(
+        external_id=trace.external_id,
+        task=trace.task,
+        system=trace.system,
+        model=trace.model,
+        benchmark=trace.benchmark,
+        outcome=trace.outcome,
+        score=trace.score,
+        metadata=trace.metadata or {},
+        steps=[
+            StepRecord(
+                kind=step.kind,
+                content=step.content,
+                agent=step.agent,
+                role=step.role,
+                tool_name=step.tool_name,
+                tool_args=step.tool_args,
+                tool_call_id=step.tool_call_id,
+                timestamp=step.timestamp or None,
+                parent=step.parent_index,
+                tokens=step.tokens,
+                duration_ms=step.duration_ms,
+            )
+            for step in steps
+        ],
+    )
