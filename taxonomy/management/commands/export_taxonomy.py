@@ -1,5 +1,4 @@
 import json
-import sys
 
 import yaml
 from django.core.management.base import BaseCommand, CommandError
@@ -37,4 +36,4 @@ class Command(BaseCommand):
             with open(out, "w", encoding="utf-8") as handle:
                 handle.write(text)
         else:
-            sys.stdout.write(text)
+            self.stdout.write(text, ending="")

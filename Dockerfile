@@ -1,0 +1,11 @@
+FROM python:3.12-slim
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 VAR_DIR=/data STATIC_ROOT=/app/staticfiles
+WORKDIR /app
+COPY pyproject.toml README.md ./
+RUN pip install --no-cache-dir --upgrade pip && pip install --no-cache-dir .
+COPY . .
+RUN DEBUG=false SECRET_KEY=build-only-collectstatic python manage.py collectstatic --noinput
+RUN useradd --create-home annotator && mkdir -p /data && chown annotator /data
+USER annotator
+EXPOSE 8000
+CMD ["gunicorn", "annotator.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "120"]

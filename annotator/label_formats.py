@@ -1,0 +1,91 @@
+"""The generic annotations JSONL format (pure: bytes in, records out, errors that name the line).
+
+One annotation per line:
+    {"trace": "<external id>", "annotator": "alice",
+     "labels": [{"mode": "FM-1.3", "steps": [12], "primary": false, "note": "..."}],
+     "ambiguous": false, "no_failure": false, "note": "...", "confidence": 4}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from traces.importers.records import AnnotationRecord, LabelRecord, TraceFormatError
+
+_KEYS = {"trace", "annotator", "labels", "ambiguous", "no_failure", "note", "confidence"}
+_LABEL_KEYS = {"mode", "steps", "primary", "note"}
+
+
+@dataclass(slots=True)
+class LabelLine:
+    trace: str
+    annotation: AnnotationRecord
+    confidence: int | None
+    line: int
+
+
+def parse_annotations_jsonl(stream: BinaryIO, filename: str) -> Iterator[LabelLine]:
+    for line_no, raw in enumerate(stream, start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise TraceFormatError(f"not valid JSON ({error})", file=filename, line=line_no) from None
+        yield _line(obj, filename, line_no)
+
+
+def _fail(filename: str, line: int, field: str, message: str) -> TraceFormatError:
+    return TraceFormatError(message, file=filename, line=line, field=field)
+
+
+def _line(obj: object, filename: str, line: int) -> LabelLine:
+    if not isinstance(obj, dict):
+        raise _fail(filename, line, "", "expected a JSON object")
+    unknown = set(obj) - _KEYS
+    if unknown:
+        raise _fail(filename, line, sorted(unknown)[0], f"unknown field; expected {', '.join(sorted(_KEYS))}")
+    for key in ("trace", "annotator"):
+        if not isinstance(obj.get(key), str | int) or str(obj.get(key)).strip() == "":
+            raise _fail(filename, line, key, "required (a non-empty string)")
+    labels = obj.get("labels", [])
+    if not isinstance(labels, list):
+        raise _fail(filename, line, "labels", "expected a list")
+    for key in ("ambiguous", "no_failure"):
+        if not isinstance(obj.get(key, False), bool):
+            raise _fail(filename, line, key, "expected true or false")
+    confidence = obj.get("confidence")
+    if confidence is not None and (not isinstance(confidence, int) or not 1 <= confidence <= 5):
+        raise _fail(filename, line, "confidence", "expected an integer from 1 to 5")
+    return LabelLine(
+        trace=str(obj["trace"]),
+        annotation=AnnotationRecord(
+            annotator=str(obj["annotator"]).strip(),
+            labels=[_label(item, filename, line, i) for i, item in enumerate(labels)],
+            ambiguous=obj.get("ambiguous", False),
+            no_failure=obj.get("no_failure", False),
+            note=str(obj.get("note") or ""),
+        ),
+        confidence=confidence,
+        line=line,
+    )
+
+
+def _label(item: object, filename: str, line: int, i: int) -> LabelRecord:
+    path = f"labels[{i}]"
+    if not isinstance(item, dict):
+        raise _fail(filename, line, path, "expected an object with a mode")
+    unknown = set(item) - _LABEL_KEYS
+    if unknown:
+        raise _fail(filename, line, f"{path}.{sorted(unknown)[0]}", "unknown field")
+    if not isinstance(item.get("mode"), str) or not item["mode"].strip():
+        raise _fail(filename, line, f"{path}.mode", "required (a mode code, name or alias)")
+    steps = item.get("steps", [])
+    if not isinstance(steps, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in steps):
+        raise _fail(filename, line, f"{path}.steps", "expected a list of step numbers")
+    if not isinstance(item.get("primary", False), bool):
+        raise _fail(filename, line, f"{path}.primary", "expected true or false")
+    return LabelRecord(mode=item["mode"], steps=steps, primary=item.get("primary", False), note=item.get("note") or "")

@@ -1,0 +1,62 @@
+"""Read labels from files for `import_annotations`: the generic JSONL, or the labels inside trace files."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from annotator.label_formats import parse_annotations_jsonl
+from annotator.models import Project
+from annotator.services.label_import import IncomingAnnotation, LabelImportError
+from traces import importers
+from traces.importers.records import TraceFormatError
+from traces.models import Trace
+from traces.services import content_hash
+
+LABEL_FORMATS = ("jsonl", "mast_labelled", "who_and_when", "native")
+
+
+def detect_label_format(path: Path) -> str:
+    with path.open("rb") as stream:
+        head = stream.read(4096).lstrip()
+    if head.startswith(b"{") and b'"annotator"' in head.split(b"\n", 1)[0] and b'"steps"' not in head[:200]:
+        return "jsonl"
+    fmt = importers.detect_format(path)
+    if fmt not in LABEL_FORMATS:
+        raise TraceFormatError(
+            f"{fmt} files carry no labels; label files are: {', '.join(LABEL_FORMATS)}", file=path.name
+        )
+    return fmt
+
+
+def read_label_file(project: Project, path: Path, fmt: str | None = None) -> Iterator[IncomingAnnotation]:
+    """Yield the file's annotations matched to the project's traces; unmatched traces are an error."""
+    fmt = fmt or detect_label_format(path)
+    traces = Trace.objects.filter(batch__projects=project).only("id", "external_id", "step_count")
+    if fmt == "jsonl":
+        by_external: dict[str, list[Trace]] = {}
+        for trace in traces:
+            by_external.setdefault(trace.external_id, []).append(trace)
+        with path.open("rb") as stream:
+            for line in parse_annotations_jsonl(stream, path.name):
+                found = by_external.get(line.trace, [])
+                where = f"{path.name}, line {line.line}"
+                if not found:
+                    raise LabelImportError(f"{where}: no trace {line.trace!r} in project {project.slug}")
+                if len(found) > 1:
+                    raise LabelImportError(f"{where}: trace id {line.trace!r} is ambiguous in {project.slug}")
+                yield IncomingAnnotation(found[0], line.annotation, confidence=line.confidence, where=where)
+        return
+    with path.open("rb") as stream:
+        for record in importers.FORMATS[fmt].parse(stream, path.name):
+            if not record.annotations:
+                continue
+            trace = traces.filter(content_hash=content_hash(record, fmt)).first()
+            where = f"{path.name}, record {record.record_no}"
+            if trace is None:
+                raise LabelImportError(
+                    f"{where}: trace {record.external_id!r} is not in project {project.slug}; import the traces "
+                    f"first (import_traces {path.name} --batch NAME --project {project.slug} also imports labels)"
+                )
+            for annotation in record.annotations:
+                yield IncomingAnnotation(trace, annotation, where=where)
