@@ -5,12 +5,14 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from annotator.views import home, projects, system
+from annotator.views import home, imports, projects, system
 
 urlpatterns = [
     path("", home.home, name="home"),
     path("healthz", system.healthz, name="healthz"),
     path("p/<slug:slug>/", projects.project_detail, name="project-detail"),
+    path("p/<slug:slug>/import/", imports.import_page, name="project-import"),
+    path("p/<slug:slug>/import/<int:job_id>/", imports.import_job, name="project-import-job"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("taxonomies/", include("taxonomy.urls")),

@@ -19,6 +19,7 @@ from django.db.models import F
 from traces import importers
 from traces.importers import detect_format
 from traces.importers.native import dump_native
+from traces.importers.native import from_dict as native_from_dict
 from traces.importers.records import STEP_KINDS, AnnotationRecord, TraceFormatError, TraceRecord
 from traces.models import Batch, Step, Trace
 
@@ -351,9 +352,20 @@ def export_native(batch: Batch, out) -> int:
     traces = Trace.objects.filter(batch=batch).order_by("id")
     for trace in traces.iterator(chunk_size=200):
         steps = Step.objects.filter(trace=trace).order_by("index")
-        out.write(json.dumps(dump_native(trace_to_record(trace, steps)), ensure_ascii=False) + "\n")
+        data = dump_native(trace_to_record(trace, steps))
+        # Labels that came inside a native file travel with it (they are part of the record, not a project).
+        if trace.source_format == "native" and isinstance(trace.raw, dict) and trace.raw.get("annotations"):
+            data["annotations"] = native_annotations(trace.raw)
+        out.write(json.dumps(data, ensure_ascii=False) + "\n")
         count += 1
     return count
+
+
+def native_annotations(raw: dict) -> list:
+    """The canonical form of the annotations in a stored native record."""
+    from traces.importers._util import Ctx
+
+    return dump_native(native_from_dict(raw, Ctx("stored record"))).get("annotations", [])
 
 
 def trace_to_record(trace: Trace, steps: Iterable[Step]) -> TraceRecord:

@@ -41,7 +41,8 @@ Bootstrap intervals are percentile intervals over items resampled with
 replacement (``numpy.random.default_rng(seed)``, so deterministic), taken
 over the resamples on which the statistic is defined; when fewer than half of
 them are defined, or the point estimate is undefined, the interval is
-``None`` with a reason.
+``None`` with a reason. Each mode is resampled independently (see
+``_bootstrap`` for why that is exact for per-mode intervals and cheap).
 """
 
 from __future__ import annotations
@@ -103,8 +104,8 @@ __all__ = [
     "per_item_agreement",
 ]
 
-# Upper bound on elements of one (resamples x items) count matrix: keeps a
-# 100k-item x 1000-resample bootstrap at ~32 MB per chunk instead of 800 MB.
+# Bound on elements of one (resamples x modes x states) count block, so large
+# rater counts (many states) or huge n_boot never allocate one giant array.
 _BOOT_CHUNK_ELEMENTS = 4_000_000
 _MIN_DEFINED_SHARE = 0.5
 
@@ -142,43 +143,59 @@ class ModeAgreement:
     alpha_ci: ConfidenceInterval
 
 
-def _item_features(ratings: NDArray[np.int8], names: tuple[str, ...]) -> NDArray[np.float64]:
-    """Per-item sufficient statistics, shape ``(n_items, len(names), n_modes)``.
+def _state_codes(ratings: NDArray[np.int8]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Classify every (item, mode) into a small set of *states*; return codes and per-state (m, k1, x0, x1).
 
-    Every statistic below is a function of *sums over items* of these, which
-    is what makes the bootstrap a single matrix product per chunk.
+    Why: every statistic here is a sum over items of a function of the item's
+    ratings for that mode, and that function only depends on ``m`` (raters who
+    rated) and ``k1`` (raters who chose the mode) -- plus, for Cohen's kappa,
+    which of the two raters chose it. So a mode is fully described by a
+    histogram over ``S`` states (9 for two raters, ``(r+1)(r+2)/2`` otherwise).
+    Codes have shape ``(n_items, n_modes)``; the state table has shape
+    ``(S, 4)`` with columns ``m, k1, x0, x1`` (``x*`` only meaningful for 2 raters).
     """
-    valid = ratings >= 0
-    ones = ratings == 1
-    m = valid.sum(axis=1, dtype=np.int64)
-    k1 = ones.sum(axis=1, dtype=np.int64)
+    n_raters = ratings.shape[1]
+    if n_raters == 2:
+        codes = (ratings[:, 0].astype(np.int64) + 1) * 3 + (ratings[:, 1] + 1)
+        x0, x1 = np.divmod(np.arange(9), 3)
+        x0, x1 = x0 - 1, x1 - 1
+        m = (x0 >= 0).astype(np.int64) + (x1 >= 0)
+        k1 = (x0 == 1).astype(np.int64) + (x1 == 1)
+        return codes, np.stack([m, k1, x0, x1], axis=1)
+    m_item = (ratings >= 0).sum(axis=1, dtype=np.int64)
+    codes = m_item * (m_item + 1) // 2 + (ratings == 1).sum(axis=1, dtype=np.int64)
+    m = np.repeat(np.arange(n_raters + 1), np.arange(1, n_raters + 2))
+    k1 = np.concatenate([np.arange(k + 1) for k in range(n_raters + 1)])
+    return codes, np.stack([m, k1, np.full_like(m, -1), np.full_like(m, -1)], axis=1)
+
+
+def _state_features(states: NDArray[np.int64], names: tuple[str, ...]) -> NDArray[np.float64]:
+    """Per-state sufficient statistics, shape ``(S, len(names))``: the summands of every formula."""
+    m, k1, x0, x1 = (states[:, i] for i in range(4))
     k0 = m - k1
     pair = m >= 2
     zeros = np.zeros(m.shape)
-    builders: dict[str, Callable[[], NDArray]] = {
-        "pair": lambda: pair,
-        "pa": lambda: np.divide(k1 * (k1 - 1) + k0 * (k0 - 1), m * (m - 1), out=zeros.copy(), where=pair),
-        "rated": lambda: m >= 1,
-        "p1": lambda: np.divide(k1, m, out=zeros.copy(), where=m >= 1),
-        "k1": lambda: k1,
-        "m": lambda: m,
-        "nv": lambda: np.where(pair, m, 0),
-        "nv1": lambda: np.where(pair, k1, 0),
-        "s": lambda: np.divide(k1 * k0, m - 1, out=zeros.copy(), where=pair),
-        "both": lambda: valid[:, 0] & valid[:, 1],
-        "agree": lambda: valid[:, 0] & valid[:, 1] & (ratings[:, 0] == ratings[:, 1]),
-        "a1": lambda: ones[:, 0] & valid[:, 1],
-        "b1": lambda: valid[:, 0] & ones[:, 1],
+    columns = {
+        "pair": pair,
+        "pa": np.divide(k1 * (k1 - 1) + k0 * (k0 - 1), m * (m - 1), out=zeros.copy(), where=pair),
+        "rated": m >= 1,
+        "p1": np.divide(k1, m, out=zeros.copy(), where=m >= 1),
+        "k1": k1,
+        "m": m,
+        "nv": np.where(pair, m, 0),
+        "nv1": np.where(pair, k1, 0),
+        "s": np.divide(k1 * k0, m - 1, out=zeros.copy(), where=pair),
+        "both": (x0 >= 0) & (x1 >= 0),
+        "agree": (x0 >= 0) & (x0 == x1),
+        "a1": (x0 == 1) & (x1 >= 0),
+        "b1": (x0 >= 0) & (x1 == 1),
     }
-    out = np.empty((m.shape[0], len(names), m.shape[1]), dtype=np.float64)
-    for i, name in enumerate(names):
-        out[:, i, :] = builders[name]()
-    return out
+    return np.stack([columns[name] for name in names], axis=1).astype(np.float64)
 
 
 def _as_sums(arr: NDArray[np.float64], names: tuple[str, ...]) -> Sums:
-    """Name the feature axis (-2) of summed features."""
-    return {name: arr[..., i, :] for i, name in enumerate(names)}
+    """Name the feature axis (last) of summed features."""
+    return {name: arr[..., i] for i, name in enumerate(names)}
 
 
 # --- coefficient formulas on summed features: NaN marks "undefined" (internal only) ---
@@ -288,7 +305,8 @@ def _estimate(value: float, reason: tuple[str, str] | None) -> Estimate:
 
 
 def _bootstrap(
-    features: NDArray[np.float64],
+    state_counts: NDArray[np.int64],
+    table: NDArray[np.float64],
     names: tuple[str, ...],
     statistics: tuple[Callable[[Sums], NDArray[np.float64]], ...],
     n_boot: int,
@@ -296,22 +314,25 @@ def _bootstrap(
 ) -> list[NDArray[np.float64]]:
     """Item bootstrap of several statistics at once; returns ``(n_boot, n_modes)`` arrays.
 
-    Resampling items with replacement equals weighting each item by how often
-    it was drawn, so a chunk of resamples is ``counts (b x n) @ features (n x
-    F*M)``: one BLAS call instead of ``b * M`` library calls. Chunks bound the
-    count matrix to ``_BOOT_CHUNK_ELEMENTS`` entries.
+    Resampling ``n`` items with replacement and summing their per-item terms
+    only depends on how many resampled items fall in each state, and those
+    counts are exactly ``Multinomial(n, state frequencies)``. So each
+    resample of a mode is one multinomial draw over ``S`` states followed by
+    a ``(S x F)`` product -- the same distribution as drawing item indices,
+    without ever touching the ``n`` items again. Modes are resampled
+    independently (each CI is a per-mode marginal); kappa and alpha of a mode
+    share the same resamples. Chunked over resamples to bound memory.
     """
-    n_items, n_feat, n_modes = features.shape
-    flat = np.ascontiguousarray(features.reshape(n_items, n_feat * n_modes))
+    n_modes, n_states = state_counts.shape
+    n_items = int(state_counts[0].sum())
+    probabilities = state_counts / n_items
     rng = np.random.default_rng(seed)
-    chunk = max(1, min(n_boot, _BOOT_CHUNK_ELEMENTS // n_items))
+    chunk = max(1, min(n_boot, _BOOT_CHUNK_ELEMENTS // (n_modes * n_states)))
     out = [np.empty((n_boot, n_modes)) for _ in statistics]
     for start in range(0, n_boot, chunk):
         b = min(chunk, n_boot - start)
-        draws = rng.integers(0, n_items, size=(b, n_items))
-        draws += (np.arange(b) * n_items)[:, None]
-        counts = np.bincount(draws.ravel(), minlength=b * n_items).reshape(b, n_items)
-        sums = _as_sums((counts.astype(np.float64) @ flat).reshape(b, n_feat, n_modes), names)
+        counts = rng.multinomial(n_items, probabilities, size=(b, n_modes))  # (b, modes, states)
+        sums = _as_sums(counts.astype(np.float64) @ table, names)
         for k, statistic in enumerate(statistics):
             out[k][start : start + b] = statistic(sums)
     return out
@@ -355,9 +376,8 @@ def binary_mode_agreement(
 
     ``ratings`` is ``(n_items, n_raters, n_modes)`` with 1/0/-1 (see module
     docs). Every statistic is computed for all modes at once; the bootstrap
-    resamples items (the same resample for every mode, so modes stay
-    comparable) and covers kappa (Cohen with 2 raters, Fleiss otherwise) and
-    Krippendorff's alpha.
+    resamples items (independently per mode) and covers kappa (Cohen with 2
+    raters, Fleiss otherwise) and Krippendorff's alpha.
     """
     if n_boot < 0:
         raise ValueError("n_boot must be >= 0")
@@ -367,8 +387,12 @@ def binary_mode_agreement(
     n_items, n_raters, n_modes = r.shape
     cohen_names = _COHEN_FEATURES if n_raters == 2 else ()
     names = _FLEISS_FEATURES + _ALPHA_FEATURES + cohen_names
-    features = _item_features(r, names)
-    s = _as_sums(features.sum(axis=0), names)
+    codes, states = _state_codes(r)
+    n_states = states.shape[0]
+    offsets = np.arange(n_modes, dtype=np.int64) * n_states
+    state_counts = np.bincount((codes + offsets).ravel(), minlength=n_modes * n_states).reshape(n_modes, -1)
+    table = _state_features(states, names)
+    s = _as_sums(state_counts.astype(np.float64) @ table, names)
 
     observed, fleiss, gwet, alpha = _observed(s), _fleiss(s), _gwet(s), _alpha(s)
     cohen = _cohen(s) if cohen_names else np.full(n_modes, np.nan)
@@ -380,9 +404,9 @@ def binary_mode_agreement(
     kappa_point = cohen if n_raters == 2 else fleiss
     kappa_samples = alpha_samples = None
     if n_boot > 0 and n_items > 0 and n_raters >= 2:
-        boot_names = (cohen_names or _FLEISS_FEATURES) + _ALPHA_FEATURES
-        boot_features = features[:, [names.index(x) for x in boot_names], :]
-        kappa_samples, alpha_samples = _bootstrap(boot_features, boot_names, (kappa_fn, _alpha), n_boot, seed)
+        kappa_samples, alpha_samples = _bootstrap(
+            state_counts, table, names, (kappa_fn, _alpha), n_boot, seed
+        )
     elif n_boot > 0:  # nothing to resample: every point estimate is undefined anyway
         kappa_samples = alpha_samples = np.full((n_boot, n_modes), np.nan)
     kappa_cis = _intervals(kappa_samples, np.isfinite(kappa_point), n_boot, ci)

@@ -82,22 +82,26 @@ class PairwiseAgreement:
 def pairwise_matrix(ratings: ArrayLike) -> PairwiseAgreement:
     """Cohen's kappa (macro over modes), observed agreement and overlap for every rater pair.
 
-    All pairs and modes at once: the 2x2 tables of every (pair, mode) are
-    ``einsum`` contractions over items.
+    The 2x2 table of every (pair, mode) is computed for all items and modes
+    at once; only the (small) set of rater pairs is looped over.
     """
     r = as_ratings(ratings)
-    valid = (r >= 0).astype(np.float64)
-    ones = (r == 1).astype(np.float64)
-    zeros = valid - ones
-    shared = np.einsum("iam,ibm->abm", valid, valid)  # items both rated, per mode
-    a1 = np.einsum("iam,ibm->abm", ones, valid)  # rater a chose it, on shared items
-    agree = np.einsum("iam,ibm->abm", ones, ones) + np.einsum("iam,ibm->abm", zeros, zeros)
+    n_raters, n_modes = r.shape[1], r.shape[2]
+    valid, ones = r >= 0, r == 1
+    # Per (rater a, rater b, mode): items both rated, of which a chose the mode, and agreements.
+    shared, a1, agree = (np.zeros((n_raters, n_raters, n_modes)) for _ in range(3))
+    for a in range(n_raters):  # loop over rater pairs; each step is vectorised over items x modes
+        for b in range(a, n_raters):
+            both = valid[:, a] & valid[:, b]
+            shared[a, b] = shared[b, a] = both.sum(axis=0)
+            a1[a, b] = (ones[:, a] & both).sum(axis=0)
+            a1[b, a] = (ones[:, b] & both).sum(axis=0)
+            agree[a, b] = agree[b, a] = (both & (r[:, a] == r[:, b])).sum(axis=0)
     b1 = a1.transpose(1, 0, 2)
     chance = a1 * b1 + (shared - a1) * (shared - b1)
     den = shared * shared - chance
     with np.errstate(divide="ignore", invalid="ignore"):
         kappa_mode = np.where(den > 0, (shared * agree - chance) / den, np.nan)
-    n_raters = r.shape[1]
     off_diag = ~np.eye(n_raters, dtype=bool)
     defined = np.isfinite(kappa_mode) & off_diag[:, :, None]
     n_defined = defined.sum(axis=2)

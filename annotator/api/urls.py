@@ -4,7 +4,7 @@ from django.urls import include, path
 from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
-from annotator.api import projects
+from annotator.api import imports, projects
 from taxonomy.api import TaxonomyViewSet
 
 router = DefaultRouter()
@@ -13,5 +13,7 @@ router.register("taxonomies", TaxonomyViewSet, basename="taxonomy")
 
 urlpatterns = [
     path("token/", obtain_auth_token, name="api-token"),
+    path("projects/<slug:slug>/imports/", imports.start_import, name="api-import-start"),
+    path("projects/<slug:slug>/imports/<int:job_id>/", imports.import_status, name="api-import-status"),
     path("", include(router.urls)),
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,8 +19,12 @@ LABEL_FORMATS = ("jsonl", "mast_labelled", "who_and_when", "native")
 
 def detect_label_format(path: Path) -> str:
     with path.open("rb") as stream:
-        head = stream.read(4096).lstrip()
-    if head.startswith(b"{") and b'"annotator"' in head.split(b"\n", 1)[0] and b'"steps"' not in head[:200]:
+        first = next((line for line in stream if line.strip()), b"")
+    try:
+        obj = json.loads(first)
+    except ValueError:
+        obj = None
+    if isinstance(obj, dict) and "trace" in obj and "steps" not in obj:
         return "jsonl"
     fmt = importers.detect_format(path)
     if fmt not in LABEL_FORMATS:

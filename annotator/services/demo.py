@@ -11,7 +11,7 @@ from annotator.models import Membership, Project
 from annotator.services.assignment import do_assign
 from annotator.services.imports import do_import_traces
 from taxonomy.services import load_builtin_taxonomies, resolve_version
-from traces.importers.synthetic import synthetic_traces, write_native_jsonl
+from traces.importers.synthetic import native_lines, synthetic_traces
 from traces.models import Batch
 
 DEMO_PROJECT = "demo"
@@ -52,7 +52,8 @@ def do_seed_demo(*, n_traces: int = 40, work_dir: Path) -> str:
     if not Batch.objects.filter(name=DEMO_BATCH).exists():
         work_dir.mkdir(parents=True, exist_ok=True)
         path = work_dir / "demo-traces.jsonl"
-        write_native_jsonl(synthetic_traces(n_traces, steps=24, seed=7), path)
+        lines = native_lines(synthetic_traces(n_traces, steps=24, seed=7))
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         do_import_traces([(path, path.name)], batch_name=DEMO_BATCH, user=users["owner"], project=project)
     else:
         project.batches.add(Batch.objects.get(name=DEMO_BATCH))

@@ -1,0 +1,53 @@
+"""Import traces into a project from the browser: drag and drop, a progress bar fed by the job, per-file errors."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404, render
+
+from annotator.access import MANAGE_ROLES, access_project
+from annotator.services.imports import job_progress
+from annotator.services.uploads import UploadError, do_queue_import, jobs_for_project
+from traces import importers
+
+
+def import_page(request, slug: str):
+    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    error, job = "", None
+    if request.method == "POST":
+        try:
+            job = do_queue_import(
+                project,
+                batch_name=request.POST.get("batch", ""),
+                fmt=request.POST.get("format", ""),
+                files=request.FILES.getlist("files"),
+                user=request.user,
+                ignore_unknown_modes=request.POST.get("ignore_unknown_modes") == "on",
+            )
+        except UploadError as problem:
+            error = str(problem)
+        if request.htmx:
+            if job is None:
+                return render(request, "annotator/partials/_import_error.html", {"error": error}, status=400)
+            job.refresh_from_db()
+            return render(request, "annotator/partials/_import_job.html", _job_context(project, job))
+    return render(
+        request,
+        "annotator/import.html",
+        {
+            "project": project,
+            "formats": [(name, module.LABEL) for name, module in importers.FORMATS.items()],
+            "jobs": jobs_for_project(project)[:20],
+            "error": error,
+            "job": _job_context(project, job) if job else None,
+        },
+    )
+
+
+def import_job(request, slug: str, job_id: int):
+    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    job = get_object_or_404(jobs_for_project(project), pk=job_id)
+    return render(request, "annotator/partials/_import_job.html", _job_context(project, job))
+
+
+def _job_context(project, job) -> dict:
+    return {"project": project, "job": job, "progress": job_progress(job)}
