@@ -88,4 +88,6 @@ def _label(item: object, filename: str, line: int, i: int) -> LabelRecord:
         raise _fail(filename, line, f"{path}.steps", "expected a list of step numbers")
     if not isinstance(item.get("primary", False), bool):
         raise _fail(filename, line, f"{path}.primary", "expected true or false")
-    return LabelRecord(mode=item["mode"], steps=steps, primary=item.get("primary", False), note=item.get("note") or "")
+    return LabelRecord(
+        mode=item["mode"], steps=steps, primary=item.get("primary", False), note=item.get("note") or ""
+    )

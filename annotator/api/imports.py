@@ -55,7 +55,8 @@ def start_import(request, slug: str):
             fmt=request.data.get("format", ""),
             files=request.FILES.getlist("files"),
             user=request.user,
-            ignore_unknown_modes=str(request.data.get("ignore_unknown_modes", "")).lower() in {"1", "true", "on"},
+            ignore_unknown_modes=str(request.data.get("ignore_unknown_modes", "")).lower()
+            in {"1", "true", "on"},
         )
     except UploadError as error:
         return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)

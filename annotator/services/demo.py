@@ -31,7 +31,9 @@ def do_seed_demo(*, n_traces: int = 40, work_dir: Path) -> str:
     User = get_user_model()
     users = {}
     for username, password, _ in DEMO_USERS:
-        user, created = User.objects.get_or_create(username=username, defaults={"email": f"{username}@example.org"})
+        user, created = User.objects.get_or_create(
+            username=username, defaults={"email": f"{username}@example.org"}
+        )
         if created or not user.check_password(password):
             user.set_password(password)
             user.is_staff = username == "owner"

@@ -39,7 +39,14 @@ def do_import_traces(
 ) -> tuple[ImportResult, LabelImportResult | None]:
     """All or nothing: traces, the project link, embedded labels and new assignments commit together."""
     with transaction.atomic():
-        result = do_import_files(files, batch_name=batch_name, fmt=fmt, user=user, progress=progress)
+        result = do_import_files(
+            files,
+            batch_name=batch_name,
+            fmt=fmt,
+            user=user,
+            progress=progress,
+            keep_annotations=project is not None,
+        )
         if project is None:
             return result, None
         project.batches.add(result.batch)
@@ -60,7 +67,9 @@ def do_import_traces(
 
 
 def _incoming(result: ImportResult):
-    traces = Trace.objects.only("id", "external_id", "step_count").in_bulk([tid for tid, _, _ in result.annotations])
+    traces = Trace.objects.only("id", "external_id", "step_count").in_bulk(
+        [tid for tid, _, _ in result.annotations]
+    )
     for trace_id, external_id, records in result.annotations:
         for record in records:
             yield IncomingAnnotation(trace=traces[trace_id], record=record, where=f"trace {external_id!r}")
@@ -75,8 +84,10 @@ def job_progress(job: ImportJob) -> dict:
     live = cache.get(progress_key(job.pk)) if job.status == ImportJob.Status.RUNNING else None
     bytes_done = live["bytes"] if live else job.bytes_done
     records = live["records"] if live else job.records_done
-    percent = 100 if job.status == ImportJob.Status.SUCCEEDED else (
-        min(99, int(100 * bytes_done / job.bytes_total)) if job.bytes_total else 0
+    percent = (
+        100
+        if job.status == ImportJob.Status.SUCCEEDED
+        else (min(99, int(100 * bytes_done / job.bytes_total)) if job.bytes_total else 0)
     )
     return {
         "id": job.pk,
@@ -100,7 +111,11 @@ def do_run_import_job(job_id: int) -> ImportJob:
     if not claimed:
         return job
     files = [(Path(item["path"]), item["name"]) for item in job.files]
-    project = Project.objects.filter(slug=job.options.get("project")).first() if job.options.get("project") else None
+    project = (
+        Project.objects.filter(slug=job.options.get("project")).first()
+        if job.options.get("project")
+        else None
+    )
 
     def progress(bytes_done: int, records: int) -> None:
         cache.set(progress_key(job_id), {"bytes": bytes_done, "records": records}, timeout=24 * 3600)

@@ -103,7 +103,9 @@ def _imported_user(project: Project, name: str, result: LabelImportResult):
     return user
 
 
-def _resolve_labels(item: IncomingAnnotation, resolve, ignore_unknown: bool, result: LabelImportResult) -> list:
+def _resolve_labels(
+    item: IncomingAnnotation, resolve, ignore_unknown: bool, result: LabelImportResult
+) -> list:
     labels = []
     seen: set[int] = set()
     for label in item.record.labels:
@@ -137,7 +139,12 @@ def _snapshot(no_failure: bool, ambiguous: bool, note: str, labels: list[tuple])
         "note": note,
         "labels": sorted(
             (
-                {"mode": mode.code, "primary": label.primary, "steps": sorted(label.steps), "note": label.note}
+                {
+                    "mode": mode.code,
+                    "primary": label.primary,
+                    "steps": sorted(label.steps),
+                    "note": label.note,
+                }
                 for mode, label in labels
             ),
             key=lambda entry: entry["mode"],
@@ -152,7 +159,12 @@ def _existing_snapshot(annotation: Annotation) -> dict:
         "note": annotation.note,
         "labels": sorted(
             (
-                {"mode": la.mode.code, "primary": la.primary, "steps": sorted(la.evidence_steps), "note": la.note}
+                {
+                    "mode": la.mode.code,
+                    "primary": la.primary,
+                    "steps": sorted(la.evidence_steps),
+                    "note": la.note,
+                }
                 for la in annotation.labels.select_related("mode")
             ),
             key=lambda entry: entry["mode"],
@@ -194,7 +206,11 @@ def _store(project, item: IncomingAnnotation, user, labels, result: LabelImportR
         )
         for mode, label in labels
     )
-    Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.SUBMITTED, reserved_until=None)
-    LabelHistory.objects.create(annotation=annotation, actor=actor, action="imported", before=None, after=snapshot)
+    Assignment.objects.filter(pk=assignment.pk).update(
+        status=Assignment.Status.SUBMITTED, reserved_until=None
+    )
+    LabelHistory.objects.create(
+        annotation=annotation, actor=actor, action="imported", before=None, after=snapshot
+    )
     result.created += 1
     result.labels += len(labels)

@@ -22,13 +22,21 @@ def check_upload_request(batch_name: str, fmt: str, files: list[UploadedFile]) -
     if not batch_name.strip():
         raise UploadError("Name the batch these traces go into.")
     if fmt and fmt not in importers.FORMATS:
-        raise UploadError(f"Unknown format {fmt!r}; choose one of {', '.join(importers.FORMATS)} or auto-detect.")
+        raise UploadError(
+            f"Unknown format {fmt!r}; choose one of {', '.join(importers.FORMATS)} or auto-detect."
+        )
     if not files:
         raise UploadError("Choose at least one file.")
 
 
 def do_queue_import(
-    project: Project, *, batch_name: str, fmt: str, files: list[UploadedFile], user, ignore_unknown_modes: bool
+    project: Project,
+    *,
+    batch_name: str,
+    fmt: str,
+    files: list[UploadedFile],
+    user,
+    ignore_unknown_modes: bool,
 ) -> ImportJob:
     """Store the files and queue the job; the task starts only after the job row is committed."""
     check_upload_request(batch_name, fmt, files)

@@ -28,7 +28,9 @@ class Command(BaseCommand):
             help="Skip labels whose mode is not in the project's taxonomy instead of failing",
         )
 
-    def handle(self, *args, path: Path, project: str, format: str | None, ignore_unknown_modes: bool, **options):
+    def handle(
+        self, *args, path: Path, project: str, format: str | None, ignore_unknown_modes: bool, **options
+    ):
         target = Project.objects.select_related("taxonomy_version").filter(slug=project).first()
         if target is None:
             raise CommandError(f"No project {project!r}", returncode=2)
@@ -49,6 +51,8 @@ class Command(BaseCommand):
             )
         )
         if result.users_created:
-            self.stdout.write(f"New imported annotators (inactive accounts): {', '.join(result.users_created)}")
+            self.stdout.write(
+                f"New imported annotators (inactive accounts): {', '.join(result.users_created)}"
+            )
         for mode, count in result.ignored_modes.most_common():
             self.stdout.write(f"  ignored {count} labels of unknown mode {mode!r}")

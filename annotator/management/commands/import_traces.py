@@ -23,7 +23,9 @@ class Command(BaseCommand):
         parser.add_argument("paths", nargs="+", type=Path, help="Trace files (or folders of trace files)")
         parser.add_argument("--batch", required=True, help="Batch name (created if missing, else extended)")
         parser.add_argument("--project", help="Project slug to add the batch to")
-        parser.add_argument("--format", choices=list(importers.FORMATS), help="Force a format (default: detect)")
+        parser.add_argument(
+            "--format", choices=list(importers.FORMATS), help="Force a format (default: detect)"
+        )
         parser.add_argument(
             "--ignore-unknown-modes",
             action="store_true",
@@ -50,7 +52,9 @@ class Command(BaseCommand):
         except ImportFailed as failure:
             progress.done()
             lines = [f"  {error}" for error in failure.result.errors]
-            raise CommandError("Import failed; nothing was imported:\n" + "\n".join(lines), returncode=2) from None
+            raise CommandError(
+                "Import failed; nothing was imported:\n" + "\n".join(lines), returncode=2
+            ) from None
         progress.done()
         for item in result.files:
             self.stdout.write(
@@ -68,7 +72,11 @@ class Command(BaseCommand):
         if labels is not None:
             self.stdout.write(
                 f"Labels: {labels.created} annotations imported, {labels.unchanged} unchanged"
-                + (f", new imported annotators: {', '.join(labels.users_created)}" if labels.users_created else "")
+                + (
+                    f", new imported annotators: {', '.join(labels.users_created)}"
+                    if labels.users_created
+                    else ""
+                )
             )
             for mode, count in labels.ignored_modes.most_common():
                 self.stdout.write(f"  ignored {count} labels of unknown mode {mode!r}")

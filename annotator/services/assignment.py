@@ -1,0 +1,179 @@
+"""Assignment verbs: plan who labels what (the pure strategy), add and remove annotators, claim the next slot.
+
+`do_assign(project)` is the one bridge between `annotator.assignment_strategy` and the database; imports
+call it after attaching a batch, the member page after adding an annotator, the CLI after creating a project.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from annotator.assignment_strategy import plan_assignments
+from annotator.models import Assignment, Membership, Project, Role
+from traces.models import Trace
+
+log = logging.getLogger(__name__)
+
+_CHUNK = 2000
+# How many candidates a claim tries before giving up: each failed try means another request won that row.
+_CLAIM_ATTEMPTS = 20
+
+
+def annotator_ids(project: Project) -> list[int]:
+    """Candidates for new work: active annotator memberships of active users (imported labellers are
+    inactive users, so they keep their labels but never receive new traces)."""
+    return sorted(
+        set(
+            Membership.objects.filter(
+                project=project, role=Role.ANNOTATOR, active=True, user__is_active=True
+            ).values_list("user_id", flat=True)
+        )
+    )
+
+
+def _free(now: datetime) -> Q:
+    return Q(reserved_until__isnull=True) | Q(reserved_until__lt=now)
+
+
+def do_assign(project: Project) -> int:
+    """Give every trace of the project's batches `project.overlap` annotators; returns how many
+    assignments were created.
+
+    Idempotent and incremental: existing assignments stay; only untouched ones (pending, no annotation,
+    not reserved) may move to another annotator to even out the load, e.g. when someone joins late.
+    Locks the project row, so concurrent calls (an import, an owner adding a member) run one after the
+    other; the rows it moves are locked too, so a concurrent claim skips them.
+    """
+    with transaction.atomic():
+        Project.objects.select_for_update().filter(pk=project.pk).values_list("pk").first()
+        now = timezone.now()
+        trace_ids = list(
+            Trace.objects.filter(batch__projects=project).order_by("id").values_list("id", flat=True)
+        )
+        rows = list(
+            Assignment.objects.filter(project=project).values_list(
+                "id", "trace_id", "annotator_id", "status", "reserved_until", "annotation__id"
+            )
+        )
+        existing = [(trace, annotator) for _, trace, annotator, *_ in rows]
+        ids = {(trace, annotator): pk for pk, trace, annotator, *_ in rows}
+        movable = [
+            (trace, annotator)
+            for _, trace, annotator, status, reserved, annotation in rows
+            if status == Assignment.Status.PENDING
+            and annotation is None
+            and (reserved is None or reserved < now)
+        ]
+        plan = plan_assignments(trace_ids, annotator_ids(project), project.overlap, existing, movable)
+        failed = _remove_movable([(ids[(s.trace_id, s.annotator_id)], s.trace_id) for s in plan.remove], now)
+        new = []
+        for slot in plan.add:
+            if failed[slot.trace_id] > 0:
+                # The slot it replaced was claimed meanwhile: the trace keeps its old annotator instead.
+                failed[slot.trace_id] -= 1
+                continue
+            new.append(Assignment(project=project, trace_id=slot.trace_id, annotator_id=slot.annotator_id))
+        Assignment.objects.bulk_create(new, batch_size=_CHUNK, ignore_conflicts=True)
+    if new or plan.remove:
+        log.info("project %s: %d assignments created, %d moved", project.slug, len(new), len(plan.remove))
+    return len(new)
+
+
+def _remove_movable(rows: list[tuple[int, int]], now: datetime) -> Counter[int]:
+    """Delete the planned moves ((id, trace) pairs) that are still untouched; returns, per trace, how many
+    could not go because someone opened or claimed them since the plan was made."""
+    failed: Counter[int] = Counter()
+    for start in range(0, len(rows), _CHUNK):
+        chunk = dict(rows[start : start + _CHUNK])
+        deletable = set(
+            Assignment.objects.select_for_update(of=("self",))
+            .filter(pk__in=list(chunk), status=Assignment.Status.PENDING, annotation__isnull=True)
+            .filter(_free(now))
+            .values_list("pk", flat=True)
+        )
+        Assignment.objects.filter(pk__in=deletable).delete()
+        failed.update(trace for pk, trace in chunk.items() if pk not in deletable)
+    return failed
+
+
+def do_remove_annotator(project: Project, user) -> int:
+    """Take `user` off the project's annotation work; returns how many slots went to others.
+
+    Their submitted and skipped work stays (it is finished and may already be in agreement reports);
+    their unfinished assignments (to do, and drafts, which are discarded) are deleted and re-planned.
+    The membership is deactivated, never deleted, so the history keeps its actor.
+    """
+    with transaction.atomic():
+        Membership.objects.filter(project=project, user=user, role=Role.ANNOTATOR).update(active=False)
+        unfinished = Assignment.objects.filter(
+            project=project, annotator=user, status__in=Assignment.OPEN_STATUSES
+        )
+        count = len(list(unfinished.values_list("pk", flat=True)))
+        unfinished.delete()
+        created = do_assign(project)
+    log.info("project %s: %s removed, %d unfinished slots re-planned", project.slug, user, count)
+    return created
+
+
+def do_add_member(project: Project, user, role: str) -> int:
+    """Add (or re-activate) `user` with `role`; annotators get work at once. Returns new assignments."""
+    with transaction.atomic():
+        membership, created = Membership.objects.get_or_create(project=project, user=user, role=role)
+        if not created and not membership.active:
+            Membership.objects.filter(pk=membership.pk).update(active=True)
+        return do_assign(project) if role == Role.ANNOTATOR else 0
+
+
+def do_claim_next(project: Project, user, *, now: datetime | None = None) -> Assignment | None:
+    """Reserve the annotator's next open slot (queue order: trace, then id) for
+    `project.reservation_minutes`; None when nothing is free.
+
+    Slots are per annotator; the reservation keeps two tabs, devices or retried clicks of the same person
+    from working on one slot, and an abandoned claim frees itself when it expires.
+    Locks: the candidate row is read FOR UPDATE SKIP LOCKED (PostgreSQL), so concurrent claims pass each
+    other by. SQLite has no row locks and Django ignores skip_locked there, so the reservation itself is
+    a conditional UPDATE (... WHERE reserved_until IS NULL OR expired) whose rowcount says who won.
+    """
+    now = now or timezone.now()
+    until = now + timedelta(minutes=project.reservation_minutes)
+    tried: list[int] = []
+    with transaction.atomic():
+        for _ in range(_CLAIM_ATTEMPTS):
+            candidate = (
+                Assignment.objects.select_for_update(skip_locked=True)
+                .filter(project=project, annotator=user, status__in=Assignment.OPEN_STATUSES)
+                .filter(_free(now))
+                .exclude(pk__in=tried)
+                .order_by("trace_id", "id")
+                .first()
+            )
+            if candidate is None:
+                return None
+            if try_reserve(candidate.pk, now=now, until=until):
+                candidate.reserved_until = until
+                return candidate
+            tried.append(candidate.pk)
+    return None
+
+
+def try_reserve(assignment_id: int, *, now: datetime, until: datetime) -> bool:
+    """The conditional UPDATE that decides a claim: True if this call took the reservation."""
+    return bool(
+        Assignment.objects.filter(pk=assignment_id)
+        .filter(_free(now))
+        .update(reserved_until=until, updated_at=now)
+    )
+
+
+def extend_reservation(assignment: Assignment) -> None:
+    """Opening one's own slot (from the queue or a link) holds it, so "next" in another tab skips it."""
+    until = timezone.now() + timedelta(minutes=assignment.project.reservation_minutes)
+    Assignment.objects.filter(pk=assignment.pk, status__in=Assignment.OPEN_STATUSES).update(
+        reserved_until=until
+    )
