@@ -1,0 +1,75 @@
+"""SWE-agent .traj files: thought / action / observation per trajectory entry."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.importers.conftest import need, truncate
+from traces.importers import detect_format, iter_records, swe_agent
+from traces.importers.records import TraceFormatError
+
+# file stem -> (trajectory entries, steps, model). Steps = 3 per entry, except BabyEncryption where
+# 2 thoughts are blank and produce no reasoning step (16 * 3 - 2 = 46).
+EXPECTED = {
+    "6e44b9__sweagenttestrepo-1c2844": (5, 15, "gpt-4o"),
+    "pydicom__pydicom-1458": (12, 36, ""),
+    "BabyEncryption": (16, 46, ""),
+    "humanevalfix-python-0": (5, 15, ""),
+    "marshmallow-code__marshmallow-1867": (11, 33, "gpt-4o"),
+}
+
+
+@pytest.fixture(scope="module")
+def files(datasets_dir: Path) -> list[Path]:
+    return sorted(need(datasets_dir / "swe_agent").rglob("*.traj"))
+
+
+def test_each_file(files: list[Path]):
+    assert sorted(p.stem for p in files) == sorted(EXPECTED)
+    for path in files:
+        assert detect_format(path) == "swe_agent"
+        (rec,) = iter_records(path)
+        entries, steps, model = EXPECTED[path.stem]
+        assert len(rec.steps) == steps, path.stem
+        assert sum(s.kind == "tool_call" for s in rec.steps) == entries
+        assert rec.model == model and rec.system == "SWE-agent"
+        # All shipped runs are "submitted" and unevaluated: the documented rule gives unknown.
+        assert rec.outcome == "unknown" and rec.metadata["exit_status"] == "submitted"
+        for s in rec.steps:
+            if s.kind == "observation":
+                assert rec.steps[s.parent].kind == "tool_call"
+        assert rec.task
+
+
+def test_details_of_the_function_calling_run(files: list[Path]):
+    path = next(p for p in files if p.stem.startswith("6e44b9"))
+    (rec,) = iter_records(path)
+    assert [s.kind for s in rec.steps[:3]] == ["reasoning", "tool_call", "observation"]
+    assert rec.steps[1].duration_ms is not None
+    assert rec.metadata["model_stats"]["api_calls"] == 5
+
+
+@pytest.mark.parametrize(
+    ("info", "outcome"),
+    [
+        ({"exit_status": "submitted", "resolved": True}, "success"),
+        ({"exit_status": "submitted (exit_cost)", "submission": "diff"}, "unknown"),
+        ({"exit_status": "exit_format"}, "failure"),
+        ({"exit_status": "submitted", "score": 0.0}, "failure"),
+    ],
+)
+def test_outcome_rule(info: dict, outcome: str):
+    assert swe_agent.outcome_of(info)[0] == outcome
+
+
+def test_truncated_and_corrupted(files: list[Path], tmp_path: Path):
+    cut = truncate(files[0], tmp_path / "cut.traj")
+    with pytest.raises(TraceFormatError, match=r"cut\.traj, record 1: malformed JSON"):
+        list(iter_records(cut))
+    doc = {"trajectory": [{"thought": "t", "action": "ls", "observation": ""}, {"thought": 5}], "info": {}}
+    with pytest.raises(TraceFormatError, match=r"x\.traj, record 1, field 'trajectory\[1\]\.thought'"):
+        list(swe_agent.parse(io.BytesIO(json.dumps(doc).encode()), "x.traj"))

@@ -1,0 +1,96 @@
+"""Plain records that every importer produces.
+
+They carry no Django or database dependency so the parsers can be tested, benchmarked and
+reused (CLI, demo data, exports) without a configured project.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+STEP_KINDS = ("message", "reasoning", "tool_call", "tool_result", "observation", "error")
+OUTCOMES = ("success", "failure", "unknown")
+
+
+@dataclass(slots=True)
+class StepRecord:
+    kind: str  # one of STEP_KINDS
+    content: str = ""
+    agent: str = ""  # agent / speaker name (e.g. "Orchestrator", "WebSurfer", "assistant")
+    role: str = ""  # chat role if any: system/user/assistant/tool
+    tool_name: str = ""
+    tool_args: Any = None  # JSON-able (dict/list/str) or None
+    tool_call_id: str = ""
+    timestamp: str | None = None  # ISO 8601 string when known
+    parent: int | None = None  # index (in this trace's step list) of the parent step, for nested spans
+    tokens: int | None = None  # total tokens if known
+    duration_ms: int | None = None
+
+
+@dataclass(slots=True)
+class LabelRecord:
+    mode: str  # mode code or name exactly as in the source (mapping to a taxonomy happens later)
+    steps: list[int] = field(default_factory=list)  # 0-based step indices pinned as evidence
+    primary: bool = False
+    note: str = ""
+
+
+@dataclass(slots=True)
+class AnnotationRecord:
+    annotator: str
+    labels: list[LabelRecord] = field(default_factory=list)
+    ambiguous: bool = False
+    no_failure: bool = False
+    note: str = ""
+
+
+@dataclass(slots=True)
+class TraceRecord:
+    external_id: str
+    steps: list[StepRecord]
+    task: str = ""
+    system: str = ""  # agent system / framework, e.g. "AG2", "SWE-agent", "OpenHands"
+    model: str = ""
+    benchmark: str = ""
+    outcome: str = "unknown"  # success | failure | unknown
+    score: float | None = None
+    metadata: dict = field(default_factory=dict)
+    raw: Any = None  # the original record (JSON-able), kept for lossless export
+    annotations: list[AnnotationRecord] = field(default_factory=list)
+    record_no: int = 0  # 1-based position of the record in its file (for error messages)
+
+
+class TraceFormatError(ValueError):
+    """Names the file, the record (1-based number or line) and the field, so users can fix their data."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str = "",
+        record: int | None = None,
+        line: int | None = None,
+        field: str = "",
+    ) -> None:
+        self.message = message
+        self.file = file
+        self.record = record
+        self.line = line
+        self.field = field
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where: list[str] = []
+        if self.file:
+            where.append(self.file)
+        if self.line is not None:
+            where.append(f"line {self.line}")
+        if self.record is not None and self.line is None:
+            where.append(f"record {self.record}")
+        if self.field:
+            where.append(f"field {self.field!r}")
+        return f"{', '.join(where)}: {self.message}" if where else self.message
+
+    def __str__(self) -> str:
+        return self._render()
