@@ -54,7 +54,7 @@ def do_seed_demo(*, n_traces: int = 40, work_dir: Path) -> str:
     if not Batch.objects.filter(name=DEMO_BATCH).exists():
         work_dir.mkdir(parents=True, exist_ok=True)
         path = work_dir / "demo-traces.jsonl"
-        lines = native_lines(synthetic_traces(n_traces, steps=24, seed=7))
+        lines = native_lines(_unlabelled(synthetic_traces(n_traces, steps=24, seed=7)))
         path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         do_import_traces([(path, path.name)], batch_name=DEMO_BATCH, user=users["owner"], project=project)
     else:
@@ -63,6 +63,13 @@ def do_seed_demo(*, n_traces: int = 40, work_dir: Path) -> str:
     batch = Batch.objects.get(name=DEMO_BATCH)
     state = "created" if created else "already there"
     return f"Demo project '{project.slug}' {state}: {batch.trace_count} traces, {project.assignments.count()} assignments"
+
+
+def _unlabelled(records):
+    """The demo's annotators start from a clean slate: drop the generator's sample labels."""
+    for record in records:
+        record.annotations = []
+        yield record
 
 
 _GUIDELINES = """\

@@ -20,7 +20,12 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("paths", nargs="+", type=Path, help="Trace files (or folders of trace files)")
+        parser.add_argument(
+            "paths",
+            nargs="+",
+            type=Path,
+            help="Trace files, or folders (their .json, .jsonl, .traj and .eval files)",
+        )
         parser.add_argument("--batch", required=True, help="Batch name (created if missing, else extended)")
         parser.add_argument("--project", help="Project slug to add the batch to")
         parser.add_argument(
@@ -82,11 +87,17 @@ class Command(BaseCommand):
                 self.stdout.write(f"  ignored {count} labels of unknown mode {mode!r}")
 
 
+# Inside a folder only these are taken (a README or PROVENANCE.md beside the traces is not a trace file);
+# files named explicitly are always tried.
+TRACE_SUFFIXES = {".json", ".jsonl", ".ndjson", ".traj", ".eval"}
+
+
 def _expand(paths: list[Path]):
     for path in paths:
         if path.is_dir():
             for child in sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")):
-                yield child, str(child)
+                if child.suffix.lower() in TRACE_SUFFIXES:
+                    yield child, str(child)
         elif path.exists():
             yield path, str(path)
         else:
