@@ -82,7 +82,7 @@ def test_every_broken_file_is_reported_at_once(db, tmp_path):
 def test_an_unknown_format_is_a_clear_error(db, tmp_path):
     path = tmp_path / "notes.txt"
     path.write_text("just some notes\n")
-    with pytest.raises(CommandError, match="notes.txt"):
+    with pytest.raises(CommandError, match=r"notes\.txt"):
         run("import_traces", str(path), "--batch", "x")
 
 
