@@ -382,18 +382,31 @@ def _python_row(row: tuple) -> tuple:
     return (*row[:9], None if tool_args is None else json.loads(tool_args), *row[10:])
 
 
-def export_native(batch: Batch, out) -> int:
-    """Write the batch as native JSONL (one canonical trace per line); returns the number of traces."""
+def export_native(batch: Batch, out, *, chunk_size: int = 200) -> int:
+    """Write the batch as native JSONL (one canonical trace per line); returns the number of traces.
+
+    Traces go out in chunks with one step query per chunk, so memory and query count stay bounded.
+    """
     count = 0
-    traces = Trace.objects.filter(batch=batch).order_by("id")
-    for trace in traces.iterator(chunk_size=200):
-        steps = Step.objects.filter(trace=trace).order_by("index")
-        data = dump_native(trace_to_record(trace, steps))
-        # Labels that came inside a native file travel with it (they are part of the record, not a project).
-        if trace.source_format == "native" and isinstance(trace.raw, dict) and trace.raw.get("annotations"):
-            data["annotations"] = native_annotations(trace.raw)
-        out.write(json.dumps(data, ensure_ascii=False) + "\n")
-        count += 1
+    ids = list(Trace.objects.filter(batch=batch).order_by("id").values_list("id", flat=True))
+    for start in range(0, len(ids), chunk_size):
+        chunk = ids[start : start + chunk_size]
+        traces = Trace.objects.in_bulk(chunk)
+        steps: dict[int, list[Step]] = {trace_id: [] for trace_id in chunk}
+        for step in Step.objects.filter(trace_id__in=chunk).order_by("trace_id", "index"):
+            steps[step.trace_id].append(step)
+        for trace_id in chunk:
+            trace = traces[trace_id]
+            data = dump_native(trace_to_record(trace, steps[trace_id]))
+            # Labels that came inside a native file travel with it (part of the record, not of a project).
+            if (
+                trace.source_format == "native"
+                and isinstance(trace.raw, dict)
+                and trace.raw.get("annotations")
+            ):
+                data["annotations"] = native_annotations(trace.raw)
+            out.write(json.dumps(data, ensure_ascii=False) + "\n")
+            count += 1
     return count
 
 
