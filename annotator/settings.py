@@ -6,6 +6,7 @@ var/; without REDIS_URL Celery runs tasks inline (eager), which is what a laptop
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dj_database_url
@@ -140,9 +141,40 @@ CELERY_TASK_DEFAULT_QUEUE = envstr("CELERY_DEFAULT_QUEUE", "default")
 CELERY_TASK_ROUTES = {
     "traces.tasks.*": {"queue": envstr("CELERY_IMPORT_QUEUE", CELERY_TASK_DEFAULT_QUEUE)},
 }
+CELERY_TASK_ROUTES["annotator.agreement.*"] = {
+    "queue": envstr("CELERY_AGREEMENT_QUEUE", CELERY_TASK_DEFAULT_QUEUE)
+}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+
+# Agreement reports (see annotator/services/reports.py for the debounce): bootstrap resamples per mode
+# (and per rater pair), how long a burst of submits is collected before one recompute, and up to how many
+# submitted annotations an eager (worker-less) install recomputes inline on submit.
+AGREEMENT_BOOTSTRAP = envint("AGREEMENT_BOOTSTRAP", 1000)
+AGREEMENT_PAIR_BOOTSTRAP = envint("AGREEMENT_PAIR_BOOTSTRAP", 200)
+AGREEMENT_DEBOUNCE_SECONDS = envint("AGREEMENT_DEBOUNCE_SECONDS", 30)
+AGREEMENT_INLINE_MAX_ANNOTATIONS = envint("AGREEMENT_INLINE_MAX_ANNOTATIONS", 5000)
+
+# Dataset exports and publishing to the Hugging Face Hub (annotator/services/exports/). HF_ENDPOINT is
+# also what `huggingface_hub` and `datasets` read, so imports from hf://owner/name use the same Hub. A
+# token typed at export time waits in the cache at most EXPORT_TOKEN_TTL seconds (see exports/jobs.py).
+CELERY_TASK_ROUTES["annotator.exports.*"] = {
+    "queue": envstr("CELERY_EXPORT_QUEUE", CELERY_TASK_DEFAULT_QUEUE)
+}
+HF_ENDPOINT = envstr("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+EXPORT_TOKEN_TTL = envint("EXPORT_TOKEN_TTL", 900)
+# No usage telemetry from a server process; and one export is one plain commit (no hf_xet upload pipeline,
+# which splits large folders into several commits). Both are read when huggingface_hub is imported.
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("HF_HUB_DISABLE_XET", "1")
+
+# The LLM rater (annotator/llm, services/llm_runs.py): its runs on their own queue; how long one task
+# labels before it re-enqueues itself (so a long run never pins a worker, and a lost worker loses little);
+# the key material for the Fernet encryption of stored API keys (derived with HKDF; else from SECRET_KEY).
+CELERY_TASK_ROUTES["annotator.llm.*"] = {"queue": envstr("CELERY_LLM_QUEUE", CELERY_TASK_DEFAULT_QUEUE)}
+LLM_TASK_SECONDS = envint("LLM_TASK_SECONDS", 120)
+FIELD_ENCRYPTION_KEY = envstr("FIELD_ENCRYPTION_KEY")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -159,6 +191,13 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Import agent traces, label failures blind, measure agreement, adjudicate, publish.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Several models have a `status`; name their enums so the schema is stable and readable.
+    "ENUM_NAME_OVERRIDES": {
+        "AssignmentStatusEnum": "annotator.models.projects.Assignment.Status",
+        "AnnotationStatusEnum": "annotator.models.annotations.Annotation.Status",
+        "TraceOutcomeEnum": "traces.models.Outcome",
+        "JobStatusEnum": "annotator.models.reports.JobStatus",  # ImportJob.Status has the same choices
+    },
     # Swagger UI served from our own static files (no CDN).
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

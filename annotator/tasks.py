@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.db import OperationalError
 
 from annotator.services.imports import do_run_import_job
 
@@ -10,3 +11,77 @@ from annotator.services.imports import do_run_import_job
 @shared_task(name="annotator.run_import_job", acks_late=True)
 def run_import_job(job_id: int) -> str:
     return do_run_import_job(job_id).status
+
+
+# Only a database that is briefly unreachable is worth retrying; any other error is recorded on the
+# report row by the service (retrying a bug just repeats it).
+@shared_task(
+    name="annotator.agreement.compute_report",
+    acks_late=True,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    max_retries=3,
+)
+def compute_agreement_report(report_id: int) -> str:
+    from annotator.services.reports import do_compute_report
+
+    return do_compute_report(report_id).status
+
+
+@shared_task(
+    name="annotator.agreement.refresh_reports",
+    acks_late=True,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    max_retries=3,
+)
+def refresh_agreement_reports(project_id: int) -> str:
+    """The debounced recompute scheduled by services.reports.schedule_report_refresh."""
+    from annotator.services.reports import do_refresh_reports
+
+    report = do_refresh_reports(project_id)
+    return report.status if report else "no-project"
+
+
+@shared_task(
+    name="annotator.adjudication.check_traces",
+    acks_late=True,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    max_retries=3,
+)
+def check_traces_for_adjudication(project_id: int, trace_ids: list[int]) -> int:
+    """Compare the submitted annotations of these traces: agreed -> gold, disagreement -> queue."""
+    from annotator.services.adjudication import do_check_traces
+
+    return do_check_traces(project_id, trace_ids)
+
+
+@shared_task(name="annotator.llm.run", acks_late=True)
+def run_llm_job(run_id: int) -> str:
+    """Label a slice of an LLM run (LLM_TASK_SECONDS), then re-enqueue itself while traces remain.
+
+    Only the run id travels: the endpoint key is read inside the worker. Idempotent: finished traces have
+    result rows and are skipped, so a redelivered task (a worker lost mid-slice) just carries on. A task
+    that finds the run held by another worker looks again a minute later, so a run whose worker died
+    resumes once that worker's lock expires.
+    """
+    from django.conf import settings
+
+    from annotator.services.llm_runs import do_process_run
+
+    result = do_process_run(run_id, budget_seconds=settings.LLM_TASK_SECONDS)
+    if result.more:
+        run_llm_job.delay(run_id)
+    elif result.busy and not settings.CELERY_TASK_ALWAYS_EAGER:
+        run_llm_job.apply_async((run_id,), countdown=60)
+    return "busy" if result.busy else result.run.status
+
+
+@shared_task(name="annotator.exports.run", acks_late=True)
+def run_export_job(export_id: int) -> str:
+    """Build (and push) one export. Only the export id travels: a typed Hub token waits in the cache and is
+    read once inside the service, so it is never in the task message or a worker's log."""
+    from annotator.services.exports import do_run_export
+
+    return do_run_export(export_id).status

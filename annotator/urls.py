@@ -5,7 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from annotator.views import home, imports, projects, system
+from annotator.views import exports, home, imports, projects, system
 
 urlpatterns = [
     path("", home.home, name="home"),
@@ -13,6 +13,21 @@ urlpatterns = [
     path("p/<slug:slug>/", projects.project_detail, name="project-detail"),
     path("p/<slug:slug>/import/", imports.import_page, name="project-import"),
     path("p/<slug:slug>/import/<int:job_id>/", imports.import_job, name="project-import-job"),
+    path("p/<slug:slug>/export/", exports.export_page, name="project-export"),
+    path("p/<slug:slug>/export/<int:export_id>/", exports.export_job, name="project-export-job"),
+    path(
+        "p/<slug:slug>/export/<int:export_id>/download/",
+        exports.export_download,
+        name="project-export-download",
+    ),
+    # Failure signatures: analytics page and CSV downloads (annotator/signatures_urls.py).
+    path("p/<slug:slug>/signatures/", include("annotator.signatures_urls")),
+    # Annotation, the step viewer, review and members (annotator/annotate_urls.py).
+    path("p/<slug:slug>/", include("annotator.annotate_urls")),
+    # The LLM rater's settings, prompt and runs (annotator/llm_urls.py).
+    path("p/<slug:slug>/llm/", include("annotator.llm_urls")),
+    # The agreement report and the adjudication queue (annotator/review_urls.py).
+    path("p/<slug:slug>/", include("annotator.review_urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("taxonomies/", include("taxonomy.urls")),

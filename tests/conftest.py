@@ -19,6 +19,21 @@ def pytest_sessionstart(session):
             )
 
 
+@pytest.fixture(autouse=True)
+def _eager_celery_outside_integration(request):
+    """Tests hold their data in a transaction no worker can see, so tasks must run inline even when
+    REDIS_URL is set (CI): only tests marked `integration` talk to the real worker."""
+    if request.node.get_closest_marker("integration"):
+        yield
+        return
+    from annotator.celery import app
+
+    eager = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = eager
+
+
 @pytest.fixture
 def taxonomies(db):
     from taxonomy.services import load_builtin_taxonomies

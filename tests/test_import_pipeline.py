@@ -16,7 +16,9 @@ from traces.models import Batch, Step, Trace
 
 
 def write_native(path: Path, n: int = 6, steps: int = 8, seed: int = 1) -> Path:
-    path.write_text("".join(line + "\n" for line in native_lines(synthetic_traces(n, steps=steps, seed=seed))))
+    path.write_text(
+        "".join(line + "\n" for line in native_lines(synthetic_traces(n, steps=steps, seed=seed)))
+    )
     return path
 
 
@@ -115,13 +117,19 @@ def test_labels_inside_native_files_become_annotations_of_the_project(project, t
 
 
 def test_an_unknown_mode_fails_the_whole_import_unless_told_to_skip_it(project, tmp_path):
-    record = {"id": "t", "steps": [{"content": "x"}], "annotations": [{"annotator": "r", "labels": [{"mode": "Bogus"}]}]}
+    record = {
+        "id": "t",
+        "steps": [{"content": "x"}],
+        "annotations": [{"annotator": "r", "labels": [{"mode": "Bogus"}]}],
+    }
     path = tmp_path / "bogus.jsonl"
     path.write_text(json.dumps(record) + "\n")
     with pytest.raises(CommandError, match="'Bogus'"):
         run("import_traces", str(path), "--batch", "b", "--project", project.slug)
     assert not Trace.objects.exists()
-    output = run("import_traces", str(path), "--batch", "b", "--project", project.slug, "--ignore-unknown-modes")
+    output = run(
+        "import_traces", str(path), "--batch", "b", "--project", project.slug, "--ignore-unknown-modes"
+    )
     assert "ignored 1 labels of unknown mode 'Bogus'" in output
 
 
@@ -132,7 +140,9 @@ def test_import_annotations_reads_the_generic_jsonl(project, tmp_path):
     labels = tmp_path / "labels.jsonl"
     labels.write_text(
         "\n".join(
-            json.dumps({"trace": ext, "annotator": name, "labels": [{"mode": mode, "steps": [2]}], "confidence": 4})
+            json.dumps(
+                {"trace": ext, "annotator": name, "labels": [{"mode": mode, "steps": [2]}], "confidence": 4}
+            )
             for ext in external
             for name, mode in (("sheet-a", "FM-1.3"), ("sheet-b", "FM-3.3"))
         )

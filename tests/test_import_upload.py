@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.authtoken.models import Token
 

@@ -67,7 +67,10 @@ def test_the_api_accepts_a_token_and_scopes_projects(client, project, annotator_
     assert response.json()["results"][0]["my_roles"] == ["annotator"]
     other = Token.objects.create(user=outsider)
     assert client.get("/api/projects/", HTTP_AUTHORIZATION=f"Token {other.key}").json()["results"] == []
-    assert client.get(f"/api/projects/{project.slug}/", HTTP_AUTHORIZATION=f"Token {other.key}").status_code == 404
+    assert (
+        client.get(f"/api/projects/{project.slug}/", HTTP_AUTHORIZATION=f"Token {other.key}").status_code
+        == 404
+    )
 
 
 def test_the_api_refuses_anonymous_requests(client, db):

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -135,16 +136,19 @@ class _CountingReader:
 
 
 def do_import_files(
-    files: Iterable[tuple[Path, str]],
+    files: Iterable[tuple[Path | str, str]],
     *,
     batch_name: str,
     fmt: str | None = None,
     user=None,
     progress: ProgressCallback | None = None,
     keep_annotations: bool = True,
+    source_options: Mapping | None = None,
 ) -> ImportResult:
     """Import `files` ((path, display name) pairs) into the batch `batch_name`, all or nothing.
 
+    A path may also be a whole source (a dataset folder, or an ``hf://owner/name`` string): it is read
+    by its source format with `source_options` (columns, split, config) instead of being streamed.
     With keep_annotations the labels found inside the files are returned (for a project to store);
     without, they are not held in memory.
 
@@ -152,6 +156,7 @@ def do_import_files(
     parsed so that every file's error is reported at once.
     """
     files = list(files)
+    source_options = {k: v for k, v in (source_options or {}).items() if v} or None
     result = ImportResult(batch=None, keep_annotations=keep_annotations)
     total_before = 0
     try:
@@ -165,13 +170,24 @@ def do_import_files(
                 file_result = FileResult(name=name)
                 result.files.append(file_result)
                 if any(f.error for f in result.files):
-                    _validate_only(path, name, fmt, file_result)
+                    _validate_only(path, name, fmt, file_result, source_options)
                     continue
                 try:
-                    _import_one(path, name, fmt, batch, seen, file_result, result, total_before, progress)
+                    _import_one(
+                        path,
+                        name,
+                        fmt,
+                        batch,
+                        seen,
+                        file_result,
+                        result,
+                        total_before,
+                        progress,
+                        source_options,
+                    )
                 except TraceFormatError as error:
                     file_result.error = str(error)
-                total_before += path.stat().st_size
+                total_before += _size(path)
             if any(f.error for f in result.files):
                 raise ImportFailed(result)
             formats = sorted({f.format for f in result.files if f.format})
@@ -189,18 +205,58 @@ def do_import_files(
     return result
 
 
-def _validate_only(path: Path, name: str, fmt: str | None, file_result: FileResult) -> None:
+def _validate_only(
+    path: Path | str, name: str, fmt: str | None, file_result: FileResult, options: Mapping | None
+) -> None:
     try:
-        file_result.format = fmt or detect_format(path)
-        with path.open("rb") as stream:
-            for _ in _parser(file_result.format, name).parse(stream, name):
+        file_result.format = fmt or _detect(path, name)
+        with _records(path, name, file_result.format, None, options) as records:
+            for _ in records:
                 pass
     except TraceFormatError as error:
         file_result.error = str(error)
 
 
+def _size(path: Path | str) -> int:
+    return 0 if importers.is_source(path) else Path(path).stat().st_size
+
+
+def _detect(path: Path | str, name: str) -> str:
+    if not importers.is_source(path):
+        return detect_format(Path(path))
+    fmt = importers.detect_source(path)
+    if fmt is None:
+        raise TraceFormatError(
+            "a folder of trace files is imported file by file, not as a dataset", file=name
+        )
+    return fmt
+
+
+@contextmanager
+def _records(
+    path: Path | str,
+    name: str,
+    fmt: str,
+    on_read: Callable[[int], None] | None,
+    options: Mapping | None,
+) -> Iterator[Iterator[TraceRecord]]:
+    """The seam between files and sources: a file streams through its parser (bytes counted for
+    progress); a source (dataset folder, hf:// repo), or a file read with column options, goes to its
+    format's ``parse_source``."""
+    module = _parser(fmt, name)
+    if importers.is_source(path) or (options and hasattr(module, "parse_source")):
+        if not hasattr(module, "parse_source"):
+            raise TraceFormatError(f"format {fmt!r} reads files, not folders or Hub repos", file=name)
+        yield module.parse_source(str(path), **(options or {}))
+        return
+    if options:
+        raise TraceFormatError(f"format {fmt!r} takes no column mapping, split or config", file=name)
+    with Path(path).open("rb") as raw:
+        yield module.parse(_CountingReader(raw, on_read) if on_read else raw, name)
+
+
 def _import_one(
-    path: Path,
+    path: Path | str,
     name: str,
     fmt: str | None,
     batch: Batch,
@@ -209,8 +265,9 @@ def _import_one(
     result: ImportResult,
     offset: int,
     progress: ProgressCallback | None,
+    options: Mapping | None = None,
 ) -> None:
-    file_result.format = fmt or detect_format(path)
+    file_result.format = fmt or _detect(path, name)
     records_done = 0
 
     def on_read(count: int) -> None:
@@ -219,10 +276,12 @@ def _import_one(
 
     chunk: list[tuple[TraceRecord, str]] = []
     chunk_steps = 0
-    with path.open("rb") as raw:
-        reader = _CountingReader(raw, on_read)
-        for record in _parser(file_result.format, name).parse(reader, name):
+    counts_bytes = not importers.is_source(path)
+    with _records(path, name, file_result.format, on_read, options) as records:
+        for record in records:
             records_done += 1
+            if not counts_bytes and records_done % 100 == 0:
+                on_read(0)  # a source has no byte count: report the records read
             _check_record(record, name)
             digest = content_hash(record, file_result.format)
             if digest in seen:
@@ -238,9 +297,9 @@ def _import_one(
 
 
 def _parser(fmt: str, name: str):
-    module = importers.FORMATS.get(fmt)
+    module = importers.FORMATS.get(fmt) or importers.SOURCE_FORMATS.get(fmt)
     if module is None:
-        known = ", ".join(importers.FORMATS)
+        known = ", ".join(importers.ALL_FORMATS)
         raise TraceFormatError(f"unknown format {fmt!r}; known formats: {known}", file=name)
     return module
 

@@ -20,11 +20,12 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
+from annotator.agreement.ratings import as_ratings
 from annotator.agreement.results import NO_VARIATION, TOO_FEW_PAIRABLE, Estimate
 
-__all__ = ["MasiAlpha", "masi_alpha", "masi_distance"]
+__all__ = ["MasiAlpha", "masi_alpha", "masi_alpha_from_ratings", "masi_distance"]
 
 # Bound on (rows x distinct sets x words) per block of the expected-disagreement sum.
 _BLOCK_ELEMENTS = 1 << 22
@@ -109,7 +110,34 @@ def masi_alpha(label_sets: Sequence[Sequence[AbstractSet[Hashable] | None]]) -> 
     (``None`` + reason) with fewer than 2 pairable values or when every
     pairable set is identical (expected disagreement 0).
     """
-    ids, words = _encode(label_sets)
+    return _masi_encoded(*_encode(label_sets))
+
+
+def masi_alpha_from_ratings(ratings: ArrayLike) -> MasiAlpha:
+    """:func:`masi_alpha` straight from a ``(n_items, n_raters, n_modes)`` ratings tensor.
+
+    Rater ``j``'s set for item ``i`` is the modes rated 1; a rater whose
+    row is all missing (-1) did not label the item. Why a second entry point:
+    building Python sets for 100,000 traces costs more than the statistic,
+    so here the sets are bit-packed rows of the tensor and the distinct sets
+    come from ``np.unique`` over those rows -- no per-item Python.
+    """
+    r = as_ratings(ratings)
+    n_items, n_raters, n_modes = r.shape
+    n_words = max(1, (n_modes + 63) // 64)
+    bits = np.zeros((n_items, n_raters, n_words * 64), dtype=bool)
+    bits[:, :, :n_modes] = r == 1
+    packed = np.packbits(bits, axis=-1, bitorder="little").view(np.uint64)  # (items, raters, words)
+    present = (r >= 0).any(axis=2)
+    flat = packed.reshape(-1, n_words)
+    words, inverse = np.unique(flat[present.ravel()], axis=0, return_inverse=True)
+    ids = np.full(n_items * n_raters, -1, dtype=np.int64)
+    ids[present.ravel()] = inverse.ravel()
+    return _masi_encoded(ids.reshape(n_items, n_raters), words.reshape(-1, n_words))
+
+
+def _masi_encoded(ids: NDArray[np.int64], words: NDArray[np.uint64]) -> MasiAlpha:
+    """The alpha itself, on sets encoded as ids (items x raters, -1 missing) into rows of bit words."""
     sizes = np.bitwise_count(words).sum(axis=1, dtype=np.int64)
     present = ids >= 0
     m = present.sum(axis=1)

@@ -4,16 +4,27 @@ from django.urls import include, path
 from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
-from annotator.api import imports, projects
+from annotator.api import exports, imports, projects
 from taxonomy.api import TaxonomyViewSet
 
 router = DefaultRouter()
-router.register("projects", projects.ProjectViewSet, basename="project")
-router.register("taxonomies", TaxonomyViewSet, basename="taxonomy")
+# "api-" basenames: the pages own "project-detail" and "taxonomy-detail" (same names would shadow them).
+router.register("projects", projects.ProjectViewSet, basename="api-project")
+router.register("taxonomies", TaxonomyViewSet, basename="api-taxonomy")
 
 urlpatterns = [
     path("token/", obtain_auth_token, name="api-token"),
     path("projects/<slug:slug>/imports/", imports.start_import, name="api-import-start"),
     path("projects/<slug:slug>/imports/<int:job_id>/", imports.import_status, name="api-import-status"),
+    path("projects/<slug:slug>/exports/", exports.start_export, name="api-export-start"),
+    path("projects/<slug:slug>/exports/<int:export_id>/", exports.export_detail, name="api-export-status"),
+    # Failure signatures as JSON (annotator/api/signatures_urls.py).
+    path("projects/<slug:slug>/", include("annotator.api.signatures_urls")),
+    # Traces, steps, assignments and annotations of a project (annotator/api/annotate_urls.py).
+    path("projects/<slug:slug>/", include("annotator.api.annotate_urls")),
+    # LLM runs, LLM agreement, and the LLM's labels for an annotator who submitted (annotator/api/llm_urls.py).
+    path("projects/<slug:slug>/", include("annotator.api.llm_urls")),
+    # The agreement report and the adjudication queue (annotator/api/review_urls.py).
+    path("projects/<slug:slug>/", include("annotator.api.review_urls")),
     path("", include(router.urls)),
 ]

@@ -1,7 +1,8 @@
 """The annotation workflow's data: projects and roles, assignments, annotations, agreement, gold, exports."""
 
-from annotator.models.adjudication import AdjudicationItem, GoldLabel
+from annotator.models.adjudication import AdjudicationItem, GoldHistory, GoldLabel
 from annotator.models.annotations import Annotation, LabelApplication, LabelHistory
+from annotator.models.llm import LLMConfig, LLMRun, LLMTraceResult, PromptTemplate
 from annotator.models.projects import Assignment, Membership, Project, Role
 from annotator.models.reports import AgreementReport, Export
 
@@ -11,10 +12,15 @@ __all__ = [
     "Annotation",
     "Assignment",
     "Export",
+    "GoldHistory",
     "GoldLabel",
+    "LLMConfig",
+    "LLMRun",
+    "LLMTraceResult",
     "LabelApplication",
     "LabelHistory",
     "Membership",
     "Project",
+    "PromptTemplate",
     "Role",
 ]

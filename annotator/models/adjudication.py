@@ -19,6 +19,12 @@ class AdjudicationItem(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
     severity = models.PositiveIntegerField(default=0, help_text="Higher first: disputed modes, fatal first")
     disputed = models.JSONField(default=list, help_text="Mode codes the annotators disagree on")
+    # Single-primary taxonomies: the annotators named different primary labels (the sets may still agree).
+    primary_disputed = models.BooleanField(default=False)
+    # The annotations compared, in the order shown as A, B, ... (annotator username order), and a
+    # fingerprint of their ids and versions: re-running the check on unchanged input changes nothing.
+    annotation_ids = models.JSONField(default=list, blank=True)
+    inputs_fingerprint = models.CharField(max_length=64, blank=True)
     claimed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -66,3 +72,42 @@ class GoldLabel(models.Model):
 
     def __str__(self) -> str:
         return f"gold {self.mode.code} for {self.item.trace_id}"
+
+
+class GoldHistory(models.Model):
+    """Append-only record of every change to a trace's gold labels: automatic agreement, re-evaluation,
+    an adjudicator's decision, a reopening. `before`/`after` are gold snapshots; `after` of a decision
+    also keeps every per-mode decision, including "not present" ones that leave no GoldLabel row.
+
+    Points at the project and trace (not only the item) so the history outlives an item that is removed
+    because its trace no longer has enough annotations."""
+
+    class Action(models.TextChoices):
+        AGREED = "agreed", "Agreed automatically"
+        REEVALUATED = "reevaluated", "Re-evaluated after an annotation changed"
+        QUEUED = "queued", "Queued for adjudication"
+        DECIDED = "decided", "Decided by an adjudicator"
+        REOPENED = "reopened", "Reopened"
+        WITHDRAWN = "withdrawn", "Withdrawn (too few annotations)"
+
+    project = models.ForeignKey("annotator.Project", on_delete=models.CASCADE, related_name="gold_history")
+    trace = models.ForeignKey("traces.Trace", on_delete=models.CASCADE, related_name="+")
+    item = models.ForeignKey(
+        AdjudicationItem, on_delete=models.SET_NULL, null=True, blank=True, related_name="history"
+    )
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    action = models.CharField(max_length=12, choices=Action.choices)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    note = models.TextField(blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "-at", "-id"]
+        verbose_name_plural = "gold history"
+        indexes = [models.Index(fields=["project", "actor", "-at"], name="gold_history_actor_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.action} on trace {self.trace_id} at {self.at:%Y-%m-%d %H:%M}"

@@ -6,6 +6,18 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from annotator.raters import human_q, llm_q
+
+
+class AnnotationQuerySet(models.QuerySet):
+    def human(self) -> AnnotationQuerySet:
+        """Annotations by people (imported human labellers included): what overlap and adjudication count."""
+        return self.filter(human_q("assignment__annotator"))
+
+    def llm(self) -> AnnotationQuerySet:
+        """Annotations by language-model raters (users named ``llm:<model>``, see annotator.raters)."""
+        return self.filter(llm_q("assignment__annotator"))
+
 
 class Annotation(models.Model):
     class Status(models.TextChoices):
@@ -26,6 +38,8 @@ class Annotation(models.Model):
     submitted_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = AnnotationQuerySet.as_manager()
 
     class Meta:
         constraints = [

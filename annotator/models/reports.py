@@ -18,6 +18,8 @@ class AgreementReport(models.Model):
     filters = models.JSONField(default=dict, blank=True, help_text="batch, annotators, date range")
     # Fingerprint of the inputs (submitted annotations + filters): an unchanged input is not recomputed.
     fingerprint = models.CharField(max_length=64, blank=True)
+    # Hash of the canonical filters: "the latest report for these filters" is one indexed lookup.
+    filters_key = models.CharField(max_length=64, blank=True)
     status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.QUEUED)
     results = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
@@ -26,6 +28,9 @@ class AgreementReport(models.Model):
 
     class Meta:
         ordering = ["project", "-requested_at"]
+        indexes = [
+            models.Index(fields=["project", "filters_key", "-requested_at"], name="report_filters_idx")
+        ]
 
     def __str__(self) -> str:
         return f"agreement report {self.pk} for {self.project} ({self.status})"

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from annotator.assignment_strategy import plan_assignments
 from annotator.models import Assignment, Membership, Project, Role
+from annotator.raters import human_q
 from traces.models import Trace
 
 log = logging.getLogger(__name__)
@@ -56,10 +57,11 @@ def do_assign(project: Project) -> int:
         trace_ids = list(
             Trace.objects.filter(batch__projects=project).order_by("id").values_list("id", flat=True)
         )
+        # LLM raters' slots are not human overlap: they neither fill a trace's `overlap` nor ever move.
         rows = list(
-            Assignment.objects.filter(project=project).values_list(
-                "id", "trace_id", "annotator_id", "status", "reserved_until", "annotation__id"
-            )
+            Assignment.objects.filter(project=project)
+            .filter(human_q("annotator"))
+            .values_list("id", "trace_id", "annotator_id", "status", "reserved_until", "annotation__id")
         )
         existing = [(trace, annotator) for _, trace, annotator, *_ in rows]
         ids = {(trace, annotator): pk for pk, trace, annotator, *_ in rows}

@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 
 def do_import_traces(
-    files: list[tuple[Path, str]],
+    files: list[tuple[Path | str, str]],
     *,
     batch_name: str,
     fmt: str | None = None,
@@ -36,8 +36,11 @@ def do_import_traces(
     project: Project | None = None,
     ignore_unknown_modes: bool = False,
     progress: ProgressCallback | None = None,
+    source_options: dict | None = None,
 ) -> tuple[ImportResult, LabelImportResult | None]:
-    """All or nothing: traces, the project link, embedded labels and new assignments commit together."""
+    """All or nothing: traces, the project link, embedded labels and new assignments commit together.
+
+    `source_options` (columns, split, config) go to dataset sources (see traces.services)."""
     with transaction.atomic():
         result = do_import_files(
             files,
@@ -46,6 +49,7 @@ def do_import_traces(
             user=user,
             progress=progress,
             keep_annotations=project is not None,
+            source_options=source_options,
         )
         if project is None:
             return result, None

@@ -81,12 +81,19 @@ def do_import_annotations(
     resolve = _ModeResolver(project)
     result = LabelImportResult()
     users: dict[str, object] = {}
+    touched: set[int] = set()
     for item in incoming:
         user = users.get(item.record.annotator)
         if user is None:
             user = users[item.record.annotator] = _imported_user(project, item.record.annotator, result)
         labels = _resolve_labels(item, resolve, ignore_unknown_modes, result)
         _store(project, item, user, labels, result, actor)
+        touched.add(item.trace.pk)
+    if result.created:
+        # Imported annotations count for the adjudication queue and the agreement report, like submits.
+        from annotator.services.followups import after_annotations_changed
+
+        transaction.on_commit(lambda: after_annotations_changed(project.pk, touched))
     return result
 
 
@@ -172,7 +179,17 @@ def _existing_snapshot(annotation: Annotation) -> dict:
     }
 
 
-def _store(project, item: IncomingAnnotation, user, labels, result: LabelImportResult, actor) -> None:
+def _store(
+    project,
+    item: IncomingAnnotation,
+    user,
+    labels,
+    result: LabelImportResult,
+    actor,
+    *,
+    action: str = "imported",
+) -> Annotation:
+    """Also the LLM rater's way to store its labels (annotator.services.llm_runs, action "llm")."""
     record = item.record
     no_failure = record.no_failure or not labels
     snapshot = _snapshot(no_failure, record.ambiguous, record.note, labels)
@@ -181,7 +198,7 @@ def _store(project, item: IncomingAnnotation, user, labels, result: LabelImportR
     if existing is not None:
         if existing.status == Annotation.Status.SUBMITTED and _existing_snapshot(existing) == snapshot:
             result.unchanged += 1
-            return
+            return existing
         raise LabelImportError(
             f"{item.where or item.trace.external_id}: {user.username} already has a different annotation of "
             f"trace {item.trace.external_id!r}; it is never overwritten by an import (nothing was imported)"
@@ -210,7 +227,8 @@ def _store(project, item: IncomingAnnotation, user, labels, result: LabelImportR
         status=Assignment.Status.SUBMITTED, reserved_until=None
     )
     LabelHistory.objects.create(
-        annotation=annotation, actor=actor, action="imported", before=None, after=snapshot
+        annotation=annotation, actor=actor, action=action, before=None, after=snapshot
     )
     result.created += 1
     result.labels += len(labels)
+    return annotation

@@ -6,7 +6,8 @@ from django.db.models import Count, Q
 from django.shortcuts import render
 
 from annotator.access import access_project, can_see_all_labels
-from annotator.models import Assignment
+from annotator.models import Assignment, Role
+from annotator.views.queue import queue_context
 
 
 def project_detail(request, slug: str):
@@ -21,6 +22,7 @@ def project_detail(request, slug: str):
         project.memberships.filter(active=True).select_related("user").order_by("role", "user__username")
     )
     batches = project.batches.order_by("name")
+    is_annotator = Role.ANNOTATOR in project.user_roles
     return render(
         request,
         "annotator/project_detail.html",
@@ -30,5 +32,8 @@ def project_detail(request, slug: str):
             "members": members,
             "batches": batches,
             "is_reviewer": can_see_all_labels(project.user_roles),
+            "is_owner": Role.OWNER in project.user_roles,
+            "is_annotator": is_annotator,
+            **(queue_context(request, project) if is_annotator else {}),
         },
     )

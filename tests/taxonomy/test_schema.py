@@ -104,8 +104,13 @@ def _error(data: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- built-ins
 
 
-def test_builtin_paths_lists_the_three_shipped_files_sorted() -> None:
-    assert [p.name for p in builtin_paths()] == ["agent-failures-6.yaml", "kami.yaml", "mast.yaml"]
+def test_builtin_paths_lists_the_shipped_files_sorted() -> None:
+    assert [p.name for p in builtin_paths()] == [
+        "agent-failures-6.yaml",
+        "decisive-error.yaml",
+        "kami.yaml",
+        "mast.yaml",
+    ]
 
 
 @pytest.mark.parametrize("path", builtin_paths(), ids=lambda p: p.stem)

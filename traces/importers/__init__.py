@@ -4,6 +4,10 @@
 signatures first (ZIP magic, distinctive top-level keys), the generic chat format last, so a
 file that also contains chat ``messages`` (Inspect samples, tau2 simulations) is not taken
 for plain OpenAI chat.
+
+``SOURCE_FORMATS`` read whole *sources* rather than one stream: a dataset folder or an
+``hf://owner/name`` repo (their modules add ``parse_source(source, **options)``). A folder is one
+source when it holds a dataset (see :func:`detect_source`), otherwise a pile of trace files.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from types import ModuleType
 
 from . import (
     codex,
+    hf_dataset,
+    hf_export,
     inspect_ai,
     mast_full,
     mast_labelled,
@@ -25,6 +31,7 @@ from . import (
     tau2_bench,
     who_and_when,
 )
+from ._hf_rows import HF_PREFIX, looks_like_dataset_folder
 from ._json import HEAD_SIZE
 from .records import (
     OUTCOMES,
@@ -50,12 +57,18 @@ FORMATS: dict[str, ModuleType] = {
         mast_labelled,
         mast_full,
         openai_chat,
+        hf_dataset,  # parquet magic bytes: matches nothing else, so its place does not matter
     )
 }
 
 
+# Formats that read a folder or a Hub repo as one source (hf_export first: it is the more specific).
+SOURCE_FORMATS: dict[str, ModuleType] = {m.FORMAT: m for m in (hf_export, hf_dataset)}
+ALL_FORMATS: tuple[str, ...] = tuple(dict.fromkeys([*FORMATS, *SOURCE_FORMATS]))
+
+
 def _known() -> str:
-    return ", ".join(FORMATS)
+    return ", ".join(ALL_FORMATS)
 
 
 def read_head(path: Path) -> bytes:
@@ -82,7 +95,7 @@ def detect_format(path: Path) -> str:
 
 def get_format(fmt: str) -> ModuleType:
     try:
-        return FORMATS[fmt]
+        return FORMATS.get(fmt) or SOURCE_FORMATS[fmt]
     except KeyError:
         raise TraceFormatError(f"unknown format {fmt!r}; choose one of {_known()}") from None
 
@@ -95,9 +108,43 @@ def iter_records(path: Path, fmt: str | None = None) -> Iterator[TraceRecord]:
         yield from module.parse(fh, str(path))
 
 
+def is_source(path: Path | str) -> bool:
+    """A folder or an ``hf://owner/name`` repo id: read whole by a source format, not streamed as a file."""
+    return str(path).startswith(HF_PREFIX) or Path(path).is_dir()
+
+
+def detect_source(source: Path | str) -> str | None:
+    """The source format of a folder or repo: our own export, any other dataset, or None (a folder of
+    trace files). For a Hub repo this asks the Hub for its configs; unreachable means hf_dataset, which
+    then reports why it cannot read it."""
+    text = str(source)
+    if text.startswith(HF_PREFIX):
+        return hf_export.FORMAT if hf_export.is_export_repo(text) else hf_dataset.FORMAT
+    if hf_export.looks_like(Path(source)):
+        return hf_export.FORMAT
+    if looks_like_dataset_folder(Path(source)):
+        return hf_dataset.FORMAT
+    return None
+
+
+def iter_source(source: Path | str, fmt: str | None = None, **options) -> Iterator[TraceRecord]:
+    """Stream the traces of a whole source; ``options`` are the reader's (columns, split, config)."""
+    fmt = fmt or detect_source(source)
+    module = SOURCE_FORMATS.get(fmt or "")
+    if module is None:
+        raise TraceFormatError(
+            f"not a dataset: {fmt or 'this folder'} cannot be read as one source "
+            f"(source formats: {', '.join(SOURCE_FORMATS)})",
+            file=str(source),
+        )
+    yield from module.parse_source(str(source), **options)
+
+
 __all__ = [
+    "ALL_FORMATS",
     "FORMATS",
     "OUTCOMES",
+    "SOURCE_FORMATS",
     "STEP_KINDS",
     "AnnotationRecord",
     "LabelRecord",
@@ -106,6 +153,9 @@ __all__ = [
     "TraceRecord",
     "detect_format",
     "detect_head",
+    "detect_source",
     "get_format",
+    "is_source",
     "iter_records",
+    "iter_source",
 ]

@@ -1,3 +1,4 @@
+import re
 import sys
 from pathlib import Path
 
@@ -6,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotator.models import Project
 from annotator.services.imports import do_import_traces
 from traces import importers
+from traces.importers import HF_PREFIX, hf_dataset
 from traces.services import ImportFailed
 
 
@@ -16,21 +18,31 @@ class Command(BaseCommand):
         "--project the batch joins that project, labels shipped inside the files (MAST human labels, "
         "Who&When attributions, native 'annotations') become imported annotations, and new traces are "
         "assigned to the project's annotators. Exit code 2 and a message naming the file, record and "
-        "field when a file is malformed; the database is then unchanged."
+        "field when a file is malformed; the database is then unchanged. A Hugging Face dataset (a folder "
+        "or hf://owner/name) is read as one source, with --columns, --split and --config; a dataset "
+        "published by export_dataset comes back with its labels."
     )
 
     def add_arguments(self, parser):
         parser.add_argument(
             "paths",
             nargs="+",
-            type=Path,
-            help="Trace files, or folders (their .json, .jsonl, .traj and .eval files)",
+            help="Trace files, or folders (their .json, .jsonl, .traj and .eval files); a dataset folder "
+            "(parquet, arrow, save_to_disk, a card with configs) or hf://owner/name is one source",
         )
         parser.add_argument("--batch", required=True, help="Batch name (created if missing, else extended)")
         parser.add_argument("--project", help="Project slug to add the batch to")
         parser.add_argument(
-            "--format", choices=list(importers.FORMATS), help="Force a format (default: detect)"
+            "--format", choices=list(importers.ALL_FORMATS), help="Force a format (default: detect)"
         )
+        parser.add_argument(
+            "--columns",
+            help="hf_dataset column mapping, e.g. id=trace_id,steps=messages (fields: "
+            + ", ".join(hf_dataset.FIELDS)
+            + ")",
+        )
+        parser.add_argument("--split", help="Dataset split to read (default: train, else the first)")
+        parser.add_argument("--config", help="Dataset config (subset) to read")
         parser.add_argument(
             "--ignore-unknown-modes",
             action="store_true",
@@ -38,13 +50,24 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, paths, batch, project, format, ignore_unknown_modes, **options):
-        files = list(_expand(paths))
+        files = list(_expand(paths, format))
+        source_options = {k: options[k] for k in ("columns", "split", "config") if options.get(k)}
+        if source_options and format not in (None, *importers.SOURCE_FORMATS):
+            raise CommandError(
+                f"--columns, --split and --config apply to {', '.join(importers.SOURCE_FORMATS)}",
+                returncode=2,
+            )
+        if "columns" in source_options:
+            try:
+                source_options["columns"] = hf_dataset.parse_columns(source_options["columns"])
+            except importers.TraceFormatError as error:
+                raise CommandError(str(error), returncode=2) from None
         target = None
         if project:
             target = Project.objects.select_related("taxonomy_version").filter(slug=project).first()
             if target is None:
                 raise CommandError(f"No project {project!r}", returncode=2)
-        progress = _Progress(sum(path.stat().st_size for path, _ in files), self.stderr)
+        progress = _Progress(sum(_size(path) for path, _ in files), self.stderr)
         try:
             result, labels = do_import_traces(
                 files,
@@ -53,6 +76,7 @@ class Command(BaseCommand):
                 project=target,
                 ignore_unknown_modes=ignore_unknown_modes,
                 progress=progress,
+                source_options=source_options,
             )
         except ImportFailed as failure:
             progress.done()
@@ -92,9 +116,18 @@ class Command(BaseCommand):
 TRACE_SUFFIXES = {".json", ".jsonl", ".ndjson", ".traj", ".eval"}
 
 
-def _expand(paths: list[Path]):
-    for path in paths:
-        if path.is_dir():
+def _expand(paths: list[str], fmt: str | None):
+    """Files as they are; a dataset folder or hf:// repo as one source; other folders file by file."""
+    for text in paths:
+        path = Path(text)
+        if fmt in importers.SOURCE_FORMATS and not path.exists() and _REPO_ID.match(text):
+            text = HF_PREFIX + text  # `--format hf_dataset owner/name`: a Hub repo id
+        if text.startswith(HF_PREFIX):
+            yield text, text
+            continue
+        if path.is_dir() and (fmt in importers.SOURCE_FORMATS or importers.detect_source(path)):
+            yield path, str(path)
+        elif path.is_dir():
             for child in sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")):
                 if child.suffix.lower() in TRACE_SUFFIXES:
                     yield child, str(child)
@@ -102,6 +135,13 @@ def _expand(paths: list[Path]):
             yield path, str(path)
         else:
             raise CommandError(f"{path}: no such file", returncode=2)
+
+
+_REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+
+
+def _size(path: Path | str) -> int:
+    return 0 if importers.is_source(path) else Path(path).stat().st_size
 
 
 class _Progress:

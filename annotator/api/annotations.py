@@ -1,0 +1,278 @@
+"""My assignments and my annotation (read, save draft, submit, skip); everyone's, for reviewers only.
+
+Blind by construction: an assignment is looked up among the caller's own (annotator.access), so another
+annotator's slot is a 404; listing all annotations of a trace needs the owner or adjudicator role (403).
+Writes go through annotator.services.annotations, the same verbs as the page: a stale `version` is 409
+with the caller's payload echoed back, a locked trace is 409, an invalid annotation is 400.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotator.access import LABEL_ROLES, REVIEW_ROLES, access_assignment, access_project, access_trace
+from annotator.models import Annotation, Assignment, LabelApplication
+from annotator.services.annotations import (
+    AnnotationInvalid,
+    AnnotationLocked,
+    StaleAnnotation,
+    do_save_draft,
+    do_skip,
+    do_submit_annotation,
+    is_locked,
+)
+from annotator.services.assignment import do_claim_next
+from annotator.services.payload import PayloadError, payload_from_json
+from taxonomy.models import FailureMode
+
+
+class EvidenceSerializer(serializers.Serializer):
+    step = serializers.IntegerField(min_value=0)
+    quote = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+
+
+class LabelSerializer(serializers.Serializer):
+    mode = serializers.SlugRelatedField(slug_field="code", queryset=FailureMode.objects.none())
+    primary = serializers.BooleanField(default=False)
+    evidence = EvidenceSerializer(many=True, required=False)
+    note = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+
+    def get_fields(self):
+        fields = super().get_fields()
+        # Scoped to the project in the URL: a mode of another taxonomy (or version) does not resolve.
+        project = self.context.get("project")
+        if project is not None:
+            fields["mode"].queryset = FailureMode.objects.filter(version=project.taxonomy_version)
+        return fields
+
+    def to_representation(self, label: LabelApplication) -> dict[str, Any]:
+        return {
+            "mode": label.mode.code,
+            "primary": label.primary,
+            "evidence": label.evidence,
+            "note": label.note,
+        }
+
+
+class AnnotationWriteSerializer(serializers.Serializer):
+    version = serializers.IntegerField(
+        min_value=0, help_text="The version your edit is based on (0: none yet)"
+    )
+    labels = LabelSerializer(many=True, required=False)
+    no_failure = serializers.BooleanField(default=False)
+    ambiguous = serializers.BooleanField(default=False)
+    confidence = serializers.IntegerField(min_value=1, max_value=5, required=False, allow_null=True)
+    note = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+    elapsed_seconds = serializers.IntegerField(min_value=0, required=False, default=0)
+
+
+class AnnotationSerializer(serializers.ModelSerializer):
+    assignment = serializers.IntegerField(source="assignment_id", read_only=True)
+    trace = serializers.IntegerField(source="assignment.trace_id", read_only=True)
+    labels = LabelSerializer(many=True, read_only=True)
+    editable = serializers.SerializerMethodField(help_text="False once adjudication of the trace has started")
+
+    class Meta:
+        model = Annotation
+        fields = [
+            "assignment",
+            "trace",
+            "status",
+            "version",
+            "no_failure",
+            "ambiguous",
+            "confidence",
+            "note",
+            "time_spent_seconds",
+            "submitted_at",
+            "updated_at",
+            "labels",
+            "editable",
+        ]
+
+    def get_editable(self, annotation: Annotation) -> bool:
+        return not is_locked(annotation.assignment.project_id, annotation.assignment.trace_id)
+
+
+class ReviewAnnotationSerializer(AnnotationSerializer):
+    annotator = serializers.CharField(source="assignment.annotator.username", read_only=True)
+    assignment_status = serializers.CharField(source="assignment.status", read_only=True)
+
+    class Meta(AnnotationSerializer.Meta):
+        fields = ["annotator", "assignment_status", *AnnotationSerializer.Meta.fields]
+
+
+class AssignmentSerializer(serializers.ModelSerializer):
+    trace_external_id = serializers.CharField(source="trace.external_id", read_only=True)
+    batch = serializers.CharField(source="trace.batch.name", read_only=True)
+
+    class Meta:
+        model = Assignment
+        fields = ["id", "trace", "trace_external_id", "batch", "status", "skip_reason", "reserved_until"]
+
+
+class ConflictSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    code = serializers.ChoiceField(choices=["stale", "locked"])
+    current_version = serializers.IntegerField(required=False)
+    your_payload = serializers.JSONField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    errors = serializers.ListField(child=serializers.CharField())
+
+
+class SkipSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=2000)
+
+
+def _empty(assignment: Assignment) -> dict[str, Any]:
+    return {
+        "assignment": assignment.pk,
+        "trace": assignment.trace_id,
+        "status": None,
+        "version": 0,
+        "no_failure": False,
+        "ambiguous": False,
+        "confidence": None,
+        "note": "",
+        "time_spent_seconds": 0,
+        "submitted_at": None,
+        "updated_at": None,
+        "labels": [],
+        "editable": not is_locked(assignment.project_id, assignment.trace_id),
+    }
+
+
+def _annotation(assignment: Assignment) -> dict[str, Any]:
+    annotation = (
+        Annotation.objects.filter(assignment=assignment)
+        .select_related("assignment")
+        .prefetch_related("labels__mode")
+        .first()
+    )
+    return AnnotationSerializer(annotation).data if annotation else _empty(assignment)
+
+
+class _Write(APIView):
+    """Shared by draft and submit: validate the body (scoped modes), call the verb, map its errors."""
+
+    verb = staticmethod(do_save_draft)
+
+    def write(self, request: Request, slug: str, assignment_id: int) -> Response:
+        assignment = access_assignment(request.user, slug, assignment_id)
+        body = AnnotationWriteSerializer(data=request.data, context={"project": assignment.project})
+        body.is_valid(raise_exception=True)
+        data = dict(body.validated_data)
+        for label in data.get("labels", []):
+            label["mode"] = label["mode"].code
+        try:
+            payload = payload_from_json(data)
+            self.verb(assignment, payload, actor=request.user, base_version=data["version"])
+        except StaleAnnotation as error:
+            return Response(
+                {
+                    "detail": str(error),
+                    "code": "stale",
+                    "current_version": error.current_version,
+                    "your_payload": request.data,
+                },
+                status=status.HTTP_409_CONFLICT,
+            )
+        except AnnotationLocked as error:
+            return Response(
+                {"detail": str(error), "code": "locked", "your_payload": request.data},
+                status=status.HTTP_409_CONFLICT,
+            )
+        except (AnnotationInvalid, PayloadError) as error:
+            return Response({"detail": "The annotation is not valid", "errors": error.messages}, status=400)
+        return Response(_annotation(assignment))
+
+
+_WRITE_RESPONSES = {200: AnnotationSerializer, 400: ErrorSerializer, 404: None, 409: ConflictSerializer}
+
+
+class MyAnnotation(_Write):
+    """My annotation of one of my assignments. PUT saves a draft (based on `version`)."""
+
+    @extend_schema(responses=AnnotationSerializer)
+    def get(self, request: Request, slug: str, assignment_id: int) -> Response:
+        return Response(_annotation(access_assignment(request.user, slug, assignment_id)))
+
+    @extend_schema(request=AnnotationWriteSerializer, responses=_WRITE_RESPONSES)
+    def put(self, request: Request, slug: str, assignment_id: int) -> Response:
+        return self.write(request, slug, assignment_id)
+
+
+class SubmitAnnotation(_Write):
+    """Submit my annotation (or re-submit an edit, until adjudication of the trace starts)."""
+
+    verb = staticmethod(do_submit_annotation)
+
+    @extend_schema(request=AnnotationWriteSerializer, responses=_WRITE_RESPONSES)
+    def post(self, request: Request, slug: str, assignment_id: int) -> Response:
+        return self.write(request, slug, assignment_id)
+
+
+class SkipAssignment(APIView):
+    @extend_schema(request=SkipSerializer, responses={200: AssignmentSerializer, 400: ErrorSerializer})
+    def post(self, request: Request, slug: str, assignment_id: int) -> Response:
+        assignment = access_assignment(request.user, slug, assignment_id)
+        body = SkipSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            assignment = do_skip(assignment, body.validated_data["reason"], actor=request.user)
+        except (AnnotationInvalid, AnnotationLocked) as error:
+            return Response({"detail": "Cannot skip", "errors": error.messages}, status=400)
+        return Response(AssignmentSerializer(assignment).data)
+
+
+class MyAssignmentList(generics.ListAPIView):
+    """My assignments in the project, in queue order; `?status=pending|in_progress|submitted|skipped`."""
+
+    serializer_class = AssignmentSerializer
+
+    def get_queryset(self):
+        project = access_project(self.request.user, self.kwargs["slug"])
+        mine = Assignment.objects.filter(project=project, annotator=self.request.user)
+        wanted = self.request.query_params.get("status")
+        if wanted in Assignment.Status.values:
+            mine = mine.filter(status=wanted)
+        return mine.select_related("trace__batch").order_by("trace_id", "id")
+
+
+class ClaimNext(APIView):
+    """Reserve my next open assignment (as "Start next" does); 204 when my queue is empty."""
+
+    @extend_schema(request=None, responses={200: AssignmentSerializer, 204: None})
+    def post(self, request: Request, slug: str) -> Response:
+        project = access_project(request.user, slug, roles=LABEL_ROLES)
+        assignment = do_claim_next(project, request.user)
+        if assignment is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(AssignmentSerializer(assignment).data)
+
+
+class TraceAnnotationList(generics.ListAPIView):
+    """Every annotation of a trace, side by side: owners and adjudicators only (annotators get 403)."""
+
+    serializer_class = ReviewAnnotationSerializer
+    pagination_class = None
+
+    def get_queryset(self):
+        project, trace = access_trace(
+            self.request.user, self.kwargs["slug"], self.kwargs["trace_id"], roles=REVIEW_ROLES
+        )
+        return (
+            Annotation.objects.filter(assignment__project=project, assignment__trace=trace)
+            .select_related("assignment__annotator")
+            .prefetch_related("labels__mode")
+            .order_by("assignment__annotator__username")
+        )

@@ -1,0 +1,13 @@
+"""API routes under /api/projects/<slug>/ for the LLM rater (annotator/api/llm.py)."""
+
+from django.urls import path
+
+from annotator.api import llm
+
+urlpatterns = [
+    path("llm-runs/", llm.LLMRunList.as_view(), name="api-llm-runs"),
+    path("llm-runs/<int:run_id>/", llm.LLMRunDetail.as_view(), name="api-llm-run"),
+    path("llm-runs/<int:run_id>/resume/", llm.LLMRunResume.as_view(), name="api-llm-run-resume"),
+    path("llm-agreement/", llm.LLMAgreement.as_view(), name="api-llm-agreement"),
+    path("assignments/<int:assignment_id>/llm-labels/", llm.LLMLabelsForMe.as_view(), name="api-llm-labels"),
+]

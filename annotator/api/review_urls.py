@@ -1,0 +1,14 @@
+"""API routes under /api/projects/<slug>/ for the agreement report and the adjudication queue."""
+
+from django.urls import path
+
+from annotator.api import adjudication, agreement
+
+urlpatterns = [
+    path("agreement/", agreement.agreement, name="api-agreement"),
+    path("adjudication/", adjudication.queue, name="api-adjudication"),
+    path("adjudication/claim/", adjudication.claim_next, name="api-adjudication-claim"),
+    path("adjudication/<int:item_id>/", adjudication.item, name="api-adjudication-item"),
+    path("adjudication/<int:item_id>/decide/", adjudication.decide, name="api-adjudication-decide"),
+    path("adjudication/<int:item_id>/reopen/", adjudication.reopen, name="api-adjudication-reopen"),
+]

@@ -1,0 +1,246 @@
+"""A small OpenAI-compatible chat-completions client (httpx) with the policies a long labelling run needs.
+
+- Retries only what retrying can fix: 429 (waiting what Retry-After says), 5xx, timeouts and dropped
+  connections, with exponential backoff; a 401/403/404 means the settings are wrong (LLMConfigError: the run
+  stops), any other 4xx concerns this request only (LLMRejected: the trace fails, the run goes on).
+- A request rate shared by every worker: a fixed one-minute window counted in the Django cache (Redis in a
+  team install; per process with the local-memory cache of an eager demo), keyed by the project's settings.
+- `sleep` and `clock` are injectable, so tests exercise backoff and Retry-After without waiting.
+- The API key lives only in the request headers: it is never logged, and error texts that echo it are
+  redacted before they can reach a log line, a result row or an API response.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx
+
+log = logging.getLogger(__name__)
+
+RETRY_AFTER_LIMIT = 300.0
+BACKOFF_BASE = 2.0
+BACKOFF_LIMIT = 60.0
+WINDOW = 60.0
+
+
+class LLMError(Exception):
+    """Base of the client's errors; messages are safe to show (no key)."""
+
+
+class LLMUnavailable(LLMError):
+    """Transient trouble (rate limit, 5xx, timeout, connection) that outlasted every retry."""
+
+
+class LLMRejected(LLMError):
+    """The endpoint refused this request (a 4xx other than 429): retrying the same request will not help."""
+
+
+class LLMConfigError(LLMError):
+    """The endpoint refuses the settings themselves (wrong key, model or URL): every request would fail."""
+
+
+class Counter(Protocol):
+    def add(self, key: str, value: int, timeout: float) -> bool: ...
+    def incr(self, key: str, delta: int = 1) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    estimated: bool = False  # the server sent no `usage`: tokens estimated from characters (4 per token)
+
+
+@dataclass(slots=True)
+class Endpoint:
+    base_url: str
+    model: str
+    api_key: str = field(default="", repr=False)
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    timeout: float = 120.0
+    json_mode: bool = True
+    requests_per_minute: int = 60
+
+    @property
+    def url(self) -> str:
+        return self.base_url.rstrip("/") + "/chat/completions"
+
+
+class RateLimiter:
+    """At most `per_minute` requests per clock minute for `key`, across every process sharing `counter`."""
+
+    def __init__(
+        self,
+        key: str,
+        per_minute: int,
+        *,
+        counter: Counter,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self.key, self.per_minute, self.counter, self.clock, self.sleep = (
+            key,
+            per_minute,
+            counter,
+            clock,
+            sleep,
+        )
+
+    def acquire(self) -> None:
+        while True:
+            now = self.clock()
+            window = math.floor(now / WINDOW)
+            name = f"llm-rpm:{self.key}:{window}"
+            self.counter.add(name, 0, timeout=2 * WINDOW)
+            try:
+                count = self.counter.incr(name)
+            except ValueError:  # expired between add and incr: take the next round
+                continue
+            if count <= self.per_minute:
+                return
+            wait = (window + 1) * WINDOW - now
+            log.info("LLM rate limit %s/min reached; waiting %.1fs", self.per_minute, wait)
+            self.sleep(max(wait, 0.01))
+
+
+def retry_after_seconds(value: str | None, *, now: float) -> float | None:
+    """Retry-After as seconds (a number, or an HTTP date), capped; None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            seconds = email.utils.parsedate_to_datetime(value).timestamp() - now
+        except (TypeError, ValueError):
+            return None
+    return min(max(seconds, 0.0), RETRY_AFTER_LIMIT)
+
+
+class ChatClient:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        limiter: RateLimiter | None = None,
+        max_retries: int = 4,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+        transport: httpx.BaseTransport | None = None,
+    ):
+        self.endpoint = endpoint
+        self.limiter = limiter
+        self.max_retries = max_retries
+        self.sleep = sleep
+        self.clock = clock
+        self.json_mode = endpoint.json_mode
+        headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
+        self._http = httpx.Client(
+            timeout=httpx.Timeout(endpoint.timeout),
+            headers=headers,
+            transport=transport,
+            follow_redirects=False,
+        )
+
+    def __enter__(self) -> ChatClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def redact(self, text: str) -> str:
+        key = self.endpoint.api_key
+        return text.replace(key, "[redacted]") if key and len(key) >= 4 else text
+
+    def _body(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.endpoint.model,
+            "messages": messages,
+            "temperature": self.endpoint.temperature,
+            "max_tokens": self.endpoint.max_tokens,
+        }
+        if self.json_mode:
+            body["response_format"] = {"type": "json_object"}
+        return body
+
+    def _backoff(self, attempt: int) -> float:
+        delay = min(BACKOFF_LIMIT, BACKOFF_BASE * 2**attempt)
+        return delay + random.uniform(0, delay / 4)  # jitter spreads workers apart
+
+    def complete(self, messages: list[dict[str, str]]) -> Completion:
+        """One answer; retries transient failures per the module's policy, else raises an LLMError."""
+        attempt = 0
+        while True:
+            if self.limiter is not None:
+                self.limiter.acquire()
+            try:
+                response = self._http.post(self.endpoint.url, json=self._body(messages))
+            except httpx.TimeoutException:
+                problem, wait = f"no answer within {self.endpoint.timeout:g}s (timeout)", None
+            except httpx.TransportError as error:
+                problem, wait = f"connection failed ({type(error).__name__})", None
+            else:
+                status = response.status_code
+                if status < 300:
+                    return self._completion(response, messages)
+                text = self.redact(response.text[:500])
+                if status == 400 and self.json_mode and "response_format" in text:
+                    log.info("endpoint does not support response_format; asking without it")
+                    self.json_mode = False
+                    continue
+                if status in (401, 403, 404):
+                    raise LLMConfigError(
+                        f"the endpoint answered HTTP {status} for model {self.endpoint.model!r}: check the base "
+                        f"URL, model name and API key ({text[:200]})"
+                    )
+                if status != 429 and status < 500:
+                    raise LLMRejected(f"the endpoint refused the request (HTTP {status}): {text[:300]}")
+                problem = f"HTTP {status}"
+                wait = retry_after_seconds(response.headers.get("Retry-After"), now=self.clock())
+            if attempt >= self.max_retries:
+                raise LLMUnavailable(f"{problem}, still after {attempt + 1} attempts")
+            delay = wait if wait is not None else self._backoff(attempt)
+            log.info("LLM request failed (%s); retry %d in %.1fs", problem, attempt + 1, delay)
+            self.sleep(delay)
+            attempt += 1
+
+    def _completion(self, response: httpx.Response, messages: list[dict[str, str]]) -> Completion:
+        try:
+            data = response.json()
+            text = data["choices"][0]["message"].get("content") or ""
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            raise LLMRejected(
+                "the endpoint answered, but not in the chat-completions format "
+                f"({self.redact(response.text[:200])!r})"
+            ) from None
+        usage = data.get("usage") or {}
+        prompt_tokens = _int(usage.get("prompt_tokens"))
+        completion_tokens = _int(usage.get("completion_tokens"))
+        total = _int(usage.get("total_tokens")) or prompt_tokens + completion_tokens
+        if total:
+            return Completion(text, prompt_tokens, completion_tokens, total)
+        # No usage reported: estimate (about 4 characters a token) so the spending cap still protects.
+        prompt_estimate = sum(len(m.get("content", "")) for m in messages) // 4 + 1
+        completion_estimate = len(text) // 4 + 1
+        return Completion(
+            text, prompt_estimate, completion_estimate, prompt_estimate + completion_estimate, estimated=True
+        )
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

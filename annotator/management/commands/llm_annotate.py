@@ -1,0 +1,100 @@
+"""python manage.py llm_annotate SLUG --batch NAME [--limit N] [--model M] [--dry-run] [--resume ID]"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotator.models import LLMRun, Project
+from annotator.services.llm_labeller import messages_for
+from annotator.services.llm_runs import (
+    LLMRunError,
+    check_run_request,
+    do_process_run,
+    do_resume_run,
+    do_start_run,
+    run_progress,
+)
+from annotator.services.llm_settings import current_prompt
+from traces.models import Trace
+
+
+class Command(BaseCommand):
+    help = (
+        "Label a batch with the project's LLM rater (settings on the project's LLM page), in this process, "
+        "printing progress and a summary. Labels become submitted annotations by the rater user llm:<model>. "
+        "Interrupted? Run it again with --resume RUN_ID: finished traces are skipped."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("slug", help="Project slug")
+        parser.add_argument("--batch", help="A batch of the project (required unless --resume)")
+        parser.add_argument("--limit", type=int, help="Only the first N traces of the batch")
+        parser.add_argument("--model", help="Model name (default: the project's LLM settings)")
+        parser.add_argument(
+            "--dry-run", action="store_true", help="Print the prompt for the first trace; call nothing"
+        )
+        parser.add_argument("--resume", type=int, metavar="RUN_ID", help="Continue a stopped or failed run")
+
+    def handle(self, *args, slug: str, batch, limit, model, dry_run: bool, resume, **options):
+        project = Project.objects.select_related("taxonomy_version__taxonomy").filter(slug=slug).first()
+        if project is None:
+            raise CommandError(f"No project {slug!r}", returncode=2)
+        if resume:
+            run = self._resumed(project, resume)
+        else:
+            if not batch:
+                raise CommandError("--batch is required (or --resume RUN_ID)", returncode=2)
+            try:
+                if dry_run:
+                    return self._dry_run(project, batch, limit, model)
+                run = do_start_run(project, batch_name=batch, limit=limit, model=model, enqueue=False)
+            except LLMRunError as error:
+                raise CommandError(str(error), returncode=2) from None
+        self.stdout.write(f"LLM run {run.pk}: {run.model} on batch {run.batch.name}, {run.total} traces")
+        result = do_process_run(run.pk, on_progress=self._progress)
+        if result.busy:
+            raise CommandError(f"Run {run.pk} is being processed by another worker", returncode=1)
+        self._summary(result.run)
+
+    def _resumed(self, project: Project, run_id: int) -> LLMRun:
+        run = LLMRun.objects.filter(project=project, pk=run_id).select_related("batch").first()
+        if run is None:
+            raise CommandError(f"No LLM run {run_id} in {project.slug}", returncode=2)
+        if run.status not in LLMRun.ACTIVE_STATUSES and not do_resume_run(run, enqueue=False):
+            raise CommandError(f"Run {run_id} is {run.status_label}: nothing to resume", returncode=2)
+        return run
+
+    def _dry_run(self, project: Project, batch: str, limit, model) -> None:
+        batch_row, config, model = check_run_request(project, batch_name=batch, limit=limit, model=model)
+        trace = Trace.objects.filter(batch=batch_row).order_by("id").first()
+        if trace is None:
+            raise CommandError(f"Batch {batch!r} has no traces", returncode=2)
+        template = current_prompt(project)
+        self.stdout.write(
+            f"# Dry run: model {model} at {config.base_url}, prompt v{template.number}, trace {trace.external_id}"
+        )
+        for message in messages_for(project, trace, template=template, budget=config.max_trace_chars):
+            self.stdout.write(f"\n===== {message['role']} =====\n{message['content']}")
+
+    def _progress(self, run: LLMRun) -> None:
+        self.stdout.write(
+            f"  {run.processed}/{run.total} traces: {run.done} labelled, {run.failed} failed, "
+            f"{run.skipped} skipped, {run.tokens_used:,} tokens"
+        )
+
+    def _summary(self, run: LLMRun) -> None:
+        style = self.style.SUCCESS if run.status == LLMRun.Status.SUCCEEDED else self.style.WARNING
+        self.stdout.write(
+            style(
+                f"Run {run.pk} {run.status_label}: {run.done} labelled, {run.failed} failed, {run.skipped} skipped "
+                f"of {run.total}; {run.tokens_used:,} tokens; labels by {run.rater.username}"
+            )
+        )
+        if run.error:
+            self.stdout.write(self.style.ERROR(run.error))
+        for failure in run_progress(run, failures=5)["failures"]:
+            self.stdout.write(f"  failed {failure['trace']}: {failure['error']}")
+        if run.status == LLMRun.Status.STOPPED or run.status == LLMRun.Status.FAILED:
+            self.stdout.write(
+                f"Continue with: python manage.py llm_annotate {run.project.slug} --resume {run.pk}"
+            )

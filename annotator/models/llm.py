@@ -1,0 +1,201 @@
+"""The LLM rater: a project's endpoint settings, its versioned prompt, and runs with one result row per trace.
+
+A language model is measured like a human: its labels are ordinary submitted Annotations by a rater user named
+``llm:<model>`` (see annotator.raters). These rows only describe how the labels were produced and what it cost.
+"""
+
+from __future__ import annotations
+
+import os
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class LLMConfig(models.Model):
+    """One per project: an OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama, ...).
+
+    The API key is never stored in clear: either the name of an environment variable (`api_key_env`) or a
+    Fernet token (`api_key_encrypted`, see annotator.llm.secrets). Nothing here is ever rendered as the key.
+    """
+
+    project = models.OneToOneField("annotator.Project", on_delete=models.CASCADE, related_name="llm_config")
+    # A CharField, not URLField: its validator refuses dot-less hosts such as a compose service "http://vllm:8000".
+    base_url = models.CharField(
+        max_length=500, default="http://127.0.0.1:11434/v1", help_text="Up to /v1; /chat/completions is added"
+    )
+    model = models.CharField(max_length=200, blank=True)
+    api_key_env = models.CharField(max_length=100, blank=True, default="OPENAI_API_KEY")
+    api_key_encrypted = models.TextField(blank=True)
+    temperature = models.FloatField(default=0.0)
+    max_tokens = models.PositiveIntegerField(default=1024, help_text="Per answer")
+    requests_per_minute = models.PositiveIntegerField(default=60)
+    token_cap = models.PositiveBigIntegerField(
+        default=2_000_000, help_text="A run stops cleanly once it has used this many tokens (0: no cap)"
+    )
+    timeout_seconds = models.FloatField(default=120.0)
+    max_trace_chars = models.PositiveIntegerField(
+        default=60_000, help_text="Character budget for the trace in the prompt; head and tail are kept"
+    )
+    json_mode = models.BooleanField(default=True, help_text='Send response_format={"type": "json_object"}')
+    show_to_annotators = models.BooleanField(
+        default=False, help_text="After submitting their own annotation, annotators see the LLM's labels"
+    )
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "LLM rater settings"
+        verbose_name_plural = "LLM rater settings"
+        constraints = [
+            models.CheckConstraint(condition=Q(requests_per_minute__gte=1), name="llm_config_rpm_positive"),
+            models.CheckConstraint(condition=Q(timeout_seconds__gt=0), name="llm_config_timeout_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"LLM rater settings of {self.project_id}"
+
+    @property
+    def has_stored_key(self) -> bool:
+        return bool(self.api_key_encrypted)
+
+    def key_source(self) -> str:
+        """Where the key comes from, for display: never the key itself."""
+        if self.api_key_encrypted:
+            return "a key is stored (encrypted)"
+        if self.api_key_env:
+            found = "set" if os.environ.get(self.api_key_env) else "not set in this process"
+            return f"from ${self.api_key_env} ({found})"
+        return "no key (fine for local servers such as Ollama or vLLM)"
+
+    def api_key(self) -> str:
+        """The key to send: the stored one if any, else the environment variable's value, else ""."""
+        if self.api_key_encrypted:
+            from annotator.llm.secrets import decrypt
+
+            return decrypt(self.api_key_encrypted)
+        return os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+
+
+class PromptTemplate(models.Model):
+    """The instruction part of the prompt, versioned per project: editing creates a new row, and every run
+    records the version it used, so labels stay explained by the exact words that produced them."""
+
+    project = models.ForeignKey(
+        "annotator.Project", on_delete=models.CASCADE, related_name="prompt_templates"
+    )
+    number = models.PositiveIntegerField()
+    instructions = models.TextField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "number"], name="prompt_template_number_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"prompt v{self.number} of {self.project_id}"
+
+
+class LLMRun(models.Model):
+    """One batch labelled by one model: a job row with progress, tokens and why it ended."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        STOPPED = "stopped", "Stopped"
+        FAILED = "failed", "Failed"
+
+    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
+
+    project = models.ForeignKey("annotator.Project", on_delete=models.CASCADE, related_name="llm_runs")
+    batch = models.ForeignKey("traces.Batch", on_delete=models.CASCADE, related_name="llm_runs")
+    # RESTRICT: a version a run used cannot be deleted alone, but goes with its project.
+    prompt = models.ForeignKey(PromptTemplate, on_delete=models.RESTRICT, related_name="runs")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="llm_runs")
+    model = models.CharField(max_length=200)
+    # The endpoint settings the run was started with (no key): what produced these labels.
+    endpoint = models.JSONField(default=dict, blank=True)
+    limit = models.PositiveIntegerField(null=True, blank=True, help_text="First N traces of the batch")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    stop_reason = models.CharField(max_length=200, blank=True)
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)
+    tokens_used = models.PositiveBigIntegerField(default=0)
+    token_cap = models.PositiveBigIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["project", "-created_at"]
+
+    def __str__(self) -> str:
+        return f"LLM run {self.pk} of {self.model} on {self.batch_id} ({self.status_label})"
+
+    @property
+    def status_label(self) -> str:
+        """The status with its reason ("stopped: token cap reached"), so the reason is never lost."""
+        return f"{self.status}: {self.stop_reason}" if self.stop_reason else str(self.status)
+
+    @property
+    def processed(self) -> int:
+        return self.done + self.failed + self.skipped
+
+    @property
+    def percent(self) -> int:
+        if self.status == self.Status.SUCCEEDED:
+            return 100
+        return min(99, int(100 * self.processed / self.total)) if self.total else 0
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE_STATUSES
+
+
+class LLMTraceResult(models.Model):
+    """What happened to one trace in one run. The unique (run, trace) pair is what makes a run resumable:
+    a re-run or a redelivered task skips traces that already have a row."""
+
+    class Status(models.TextChoices):
+        DONE = "done", "Labelled"
+        FAILED = "failed", "Failed"
+        SKIPPED = "skipped", "Skipped (already labelled by this model)"
+
+    run = models.ForeignKey(LLMRun, on_delete=models.CASCADE, related_name="results")
+    trace = models.ForeignKey("traces.Trace", on_delete=models.CASCADE, related_name="llm_results")
+    status = models.CharField(max_length=10, choices=Status.choices)
+    annotation = models.ForeignKey(
+        "annotator.Annotation", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Model answers requested")
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    total_tokens = models.PositiveIntegerField(default=0)
+    # Kept for debugging a failure (the model's last answer), never turned into labels when malformed.
+    raw_output = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "trace"], name="llm_result_unique_trace_per_run"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.status} for trace {self.trace_id} in run {self.run_id}"

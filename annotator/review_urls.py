@@ -1,0 +1,21 @@
+"""Pages under /p/<slug>/ for agreement and adjudication (owners, adjudicators; the report also viewers)."""
+
+from django.urls import path
+
+from annotator.views import adjudication, agreement
+
+urlpatterns = [
+    path("agreement/", agreement.agreement, name="agreement"),
+    path("agreement/refresh/", agreement.refresh, name="agreement-refresh"),
+    path("agreement/<int:report_id>/", agreement.report_status, name="agreement-report"),
+    path("agreement/<int:report_id>/report.json", agreement.report_json, name="agreement-json"),
+    path("agreement/<int:report_id>/report.csv", agreement.report_csv, name="agreement-csv"),
+    path("adjudication/", adjudication.queue, name="adjudication"),
+    path("adjudication/next/", adjudication.claim_next, name="adjudication-next"),
+    path("adjudication/history/", adjudication.history, name="adjudication-history"),
+    path("adjudication/<int:item_id>/", adjudication.item_page, name="adjudication-item"),
+    path("adjudication/<int:item_id>/steps/", adjudication.item_steps, name="adjudication-steps"),
+    path("adjudication/<int:item_id>/claim/", adjudication.claim, name="adjudication-claim"),
+    path("adjudication/<int:item_id>/release/", adjudication.release, name="adjudication-release"),
+    path("adjudication/<int:item_id>/reopen/", adjudication.reopen, name="adjudication-reopen"),
+]

@@ -1,0 +1,310 @@
+"""Annotation verbs: save a draft, submit, skip. Each runs in one transaction and writes LabelHistory.
+
+Rules kept here (and only here, so the page and the API agree):
+
+- Optimistic concurrency: every save names the `Annotation.version` it was based on (0 when there was no
+  annotation yet); a stale save raises StaleAnnotation and changes nothing, so two tabs never silently
+  overwrite each other.
+- Editable until adjudication starts: an annotation may change while no AdjudicationItem for its
+  (project, trace) has been claimed by an adjudicator or resolved (see `is_locked`). An item that merely
+  exists (status open or agreed, unclaimed) does not lock: the queue re-evaluates it on the next change.
+- A submitted annotation is changed by submitting again (validated in full), never by a draft save, so
+  an autosave cannot silently withdraw a submission from the agreement statistics.
+- Every change is kept in LabelHistory with before/after snapshots, the actor and the action.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from annotator.models import AdjudicationItem, Annotation, Assignment, LabelApplication, LabelHistory
+from annotator.services.payload import AnnotationPayload
+from taxonomy.models import FailureMode
+from traces.models import Step
+
+log = logging.getLogger(__name__)
+
+
+class AnnotationError(Exception):
+    """Base of the errors a save can end with; `messages` are shown to the user as they are."""
+
+    def __init__(self, messages: list[str] | str):
+        self.messages = [messages] if isinstance(messages, str) else list(messages)
+        super().__init__("; ".join(self.messages))
+
+
+class AnnotationInvalid(AnnotationError):
+    pass
+
+
+class AnnotationLocked(AnnotationError):
+    pass
+
+
+class StaleAnnotation(AnnotationError):
+    """Someone (another tab) saved since this form was loaded; carries what is stored now."""
+
+    def __init__(self, current_version: int, payload: AnnotationPayload | None):
+        self.current_version = current_version
+        self.payload = payload
+        super().__init__(
+            "This annotation was changed in another tab or window since you opened it "
+            f"(it is now at version {current_version}). Nothing was saved."
+        )
+
+
+def is_locked(project_id: int, trace_id: int) -> bool:
+    """True once adjudication of the trace has started: an adjudicator claimed it, or it is resolved."""
+    return (
+        AdjudicationItem.objects.filter(project_id=project_id, trace_id=trace_id)
+        .filter(Q(claimed_by__isnull=False) | Q(status=AdjudicationItem.Status.RESOLVED))
+        .exists()
+    )
+
+
+def snapshot(annotation: Annotation | None, assignment: Assignment) -> dict[str, Any] | None:
+    """The annotation as plain JSON, for history and for comparing before/after."""
+    if annotation is None:
+        return None
+    labels = [
+        {"mode": label.mode.code, "primary": label.primary, "evidence": label.evidence, "note": label.note}
+        for label in annotation.labels.select_related("mode").order_by("mode__order")
+    ]
+    return {
+        "status": annotation.status,
+        "assignment_status": assignment.status,
+        "skip_reason": assignment.skip_reason,
+        "no_failure": annotation.no_failure,
+        "ambiguous": annotation.ambiguous,
+        "confidence": annotation.confidence,
+        "note": annotation.note,
+        "labels": labels,
+    }
+
+
+def check_payload(
+    assignment: Assignment, payload: AnnotationPayload, *, submitting: bool
+) -> dict[str, FailureMode]:
+    """Validate against the project's taxonomy version and the trace; returns the modes by code.
+
+    Drafts may be incomplete; a submission must say something (labels, or "no failure observed", not
+    both) and, in single-primary taxonomies, name exactly one primary label.
+    """
+    version = assignment.project.taxonomy_version
+    errors: list[str] = []
+    modes = {mode.code: mode for mode in FailureMode.objects.filter(version=version, code__in=payload.codes)}
+    taxonomy = f"{version.taxonomy.name} v{version.number}"
+    seen: set[str] = set()
+    for code in payload.codes:
+        if code not in modes:
+            errors.append(f"“{code}” is not a failure mode of {taxonomy}")
+        if code in seen:
+            errors.append(f"{code} is chosen twice")
+        seen.add(code)
+    primaries = [label.mode for label in payload.labels if label.primary]
+    if not version.is_multi_label:
+        if len(primaries) > 1:
+            errors.append(f"Choose one primary failure mode, not {len(primaries)} ({', '.join(primaries)})")
+        if submitting and payload.labels and not primaries:
+            errors.append("Choose which failure mode is the primary one")
+    if payload.confidence is not None and not 1 <= payload.confidence <= 5:
+        errors.append("Confidence must be from 1 to 5")
+    errors += _missing_steps(assignment.trace_id, payload)
+    if submitting and not payload.labels and not payload.no_failure:
+        errors.append("Choose at least one failure mode, or mark “No failure observed”")
+    if submitting and payload.labels and payload.no_failure:
+        errors.append("Choose either failure modes or “No failure observed”, not both")
+    if errors:
+        raise AnnotationInvalid(errors)
+    return modes
+
+
+def _missing_steps(trace_id: int, payload: AnnotationPayload) -> list[str]:
+    wanted = {item.step for label in payload.labels for item in label.evidence}
+    if not wanted:
+        return []
+    found = set(Step.objects.filter(trace_id=trace_id, index__in=wanted).values_list("index", flat=True))
+    return [f"Step {step} is not in this trace" for step in sorted(wanted - found)]
+
+
+def do_save_draft(
+    assignment: Assignment, payload: AnnotationPayload, *, actor, base_version: int
+) -> Annotation:
+    """Store the payload as the assignment's draft. Preconditions: `actor` may write this assignment
+    (checked by the caller through annotator.access); the annotation is not submitted; the trace is not
+    locked by adjudication. Locks the assignment row; raises StaleAnnotation, AnnotationLocked or
+    AnnotationInvalid, in which case nothing changed."""
+    return _write(assignment, payload, actor=actor, base_version=base_version, submit=False)
+
+
+def do_submit_annotation(
+    assignment: Assignment, payload: AnnotationPayload, *, actor, base_version: int
+) -> Annotation:
+    """Submit (or re-submit an edited) annotation: validated in full, status submitted, reservation
+    released. Same preconditions, locks and errors as do_save_draft. After commit, calls
+    on_trace_annotations_changed so adjudication and agreement can react."""
+    return _write(assignment, payload, actor=actor, base_version=base_version, submit=True)
+
+
+def _write(assignment: Assignment, payload: AnnotationPayload, *, actor, base_version: int, submit: bool):
+    project = assignment.project
+    try:
+        with transaction.atomic():
+            assignment = _lock(assignment)
+            annotation = Annotation.objects.filter(assignment=assignment).first()
+            current = annotation.version if annotation else 0
+            if base_version != current:
+                raise StaleAnnotation(current, payload)
+            if is_locked(project.pk, assignment.trace_id):
+                raise AnnotationLocked(
+                    "Adjudication of this trace has started, so its annotations can no longer change"
+                )
+            if not submit and annotation and annotation.status == Annotation.Status.SUBMITTED:
+                raise AnnotationInvalid("This annotation is submitted: to change it, submit it again")
+            modes = check_payload(assignment, payload, submitting=submit)
+            before = snapshot(annotation, assignment)
+            annotation = _store(assignment, annotation, payload, modes, current, submit=submit)
+            status = Assignment.Status.SUBMITTED if submit else Assignment.Status.IN_PROGRESS
+            Assignment.objects.filter(pk=assignment.pk).update(
+                status=status, skip_reason="", reserved_until=None if submit else assignment.reserved_until
+            )
+            assignment.status, assignment.skip_reason = status, ""
+            after = snapshot(annotation, assignment)
+            if before != after:
+                action = _action(before, submit)
+                LabelHistory.objects.create(
+                    annotation=annotation, actor=actor, action=action, before=before, after=after
+                )
+            if submit:
+                _notify_on_commit(project.pk, assignment.trace_id)
+    except IntegrityError:
+        # Two first saves raced to create the annotation (no row lock on SQLite): the loser is stale.
+        current = Annotation.objects.filter(assignment=assignment).values_list("version", flat=True).first()
+        raise StaleAnnotation(current or 0, payload) from None
+    return annotation
+
+
+def _lock(assignment: Assignment) -> Assignment:
+    locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
+    locked.project = assignment.project
+    return locked
+
+
+def _action(before: dict | None, submit: bool) -> str:
+    if not submit:
+        return "create" if before is None else "draft"
+    return "edit" if before and before["status"] == Annotation.Status.SUBMITTED else "submit"
+
+
+def _store(
+    assignment: Assignment,
+    annotation: Annotation | None,
+    payload: AnnotationPayload,
+    modes: dict[str, FailureMode],
+    current: int,
+    *,
+    submit: bool,
+) -> Annotation:
+    now = timezone.now()
+    multi = assignment.project.taxonomy_version.is_multi_label
+    fields = {
+        "status": Annotation.Status.SUBMITTED if submit else Annotation.Status.DRAFT,
+        "no_failure": payload.no_failure,
+        "ambiguous": payload.ambiguous,
+        "confidence": payload.confidence,
+        "note": payload.note,
+    }
+    if submit:
+        fields["submitted_at"] = now
+    if annotation is None:
+        annotation = Annotation.objects.create(
+            assignment=assignment, version=1, time_spent_seconds=payload.elapsed_seconds, **fields
+        )
+    else:
+        # The conditional UPDATE is the concurrency guard where row locks do not exist (SQLite).
+        changed = Annotation.objects.filter(pk=annotation.pk, version=current).update(
+            version=F("version") + 1,
+            time_spent_seconds=F("time_spent_seconds") + payload.elapsed_seconds,
+            updated_at=now,
+            **fields,
+        )
+        if not changed:
+            raise StaleAnnotation(current + 1, payload)
+        annotation.refresh_from_db()
+    annotation.labels.all().delete()
+    LabelApplication.objects.bulk_create(
+        LabelApplication(
+            annotation=annotation,
+            mode=modes[label.mode],
+            primary=label.primary and not multi,
+            evidence=[item.as_json() for item in label.evidence],
+            note=label.note,
+        )
+        for label in payload.labels
+    )
+    return annotation
+
+
+def do_skip(assignment: Assignment, reason: str, *, actor) -> Assignment:
+    """Set the assignment aside with a reason (kept, shown in the queue; it can be reopened by saving).
+
+    Preconditions: as for do_save_draft; a submitted annotation cannot be skipped. Locks the assignment
+    row. The draft, if any, is kept. Calls on_trace_annotations_changed after commit, since a skip
+    changes which annotations of the trace will ever arrive.
+    """
+    reason = (reason or "").strip()
+    if not reason:
+        raise AnnotationInvalid("Say why you skip this trace (it helps the project owner fix the data)")
+    if len(reason) > 2_000:
+        raise AnnotationInvalid("Keep the reason under 2,000 characters")
+    project = assignment.project
+    with transaction.atomic():
+        assignment = _lock(assignment)
+        if assignment.status == Assignment.Status.SUBMITTED:
+            raise AnnotationInvalid("This trace is submitted; change the annotation instead of skipping it")
+        if is_locked(project.pk, assignment.trace_id):
+            raise AnnotationLocked("Adjudication of this trace has started")
+        annotation, _ = Annotation.objects.get_or_create(assignment=assignment, defaults={"version": 1})
+        before = snapshot(annotation, assignment)
+        Assignment.objects.filter(pk=assignment.pk).update(
+            status=Assignment.Status.SKIPPED, skip_reason=reason, reserved_until=None
+        )
+        Annotation.objects.filter(pk=annotation.pk).update(version=F("version") + 1)
+        assignment.status, assignment.skip_reason, assignment.reserved_until = (
+            Assignment.Status.SKIPPED,
+            reason,
+            None,
+        )
+        annotation.refresh_from_db()
+        LabelHistory.objects.create(
+            annotation=annotation,
+            actor=actor,
+            action="skip",
+            before=before,
+            after=snapshot(annotation, assignment),
+        )
+        _notify_on_commit(project.pk, assignment.trace_id)
+    return assignment
+
+
+def _notify_on_commit(project_id: int, trace_id: int) -> None:
+    # Looked up at commit time (not bound now), so the adjudication code can wrap or replace the hook.
+    transaction.on_commit(lambda: on_trace_annotations_changed(project_id, trace_id))
+
+
+def on_trace_annotations_changed(project_id: int, trace_id: int) -> None:
+    """The single hook run after a trace's annotations changed (submit, re-submit, skip) and committed.
+
+    This is where follow-up work plugs in: the adjudication queue (enter the trace once all its required
+    annotations are submitted and they disagree) and the debounced agreement report, both enqueued by
+    `annotator.services.followups` (cheap: enqueue, do not compute). Do not call them from anywhere else.
+    """
+    from annotator.services.followups import after_annotations_changed
+
+    log.debug("annotations changed for trace %s in project %s", trace_id, project_id)
+    after_annotations_changed(project_id, [trace_id])

@@ -1,0 +1,149 @@
+"""Project verbs: create or extend a project (the CLI), attach batches, change settings.
+
+Every path that can add traces or annotators ends in `do_assign`, so the work plan is always complete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from annotator.models import Membership, Project, Role
+from annotator.services.assignment import do_assign
+from taxonomy.services import resolve_version
+from traces.models import Batch
+
+
+class ProjectSetupError(ValueError):
+    pass
+
+
+@dataclass
+class ProjectSetup:
+    project: Project
+    created: bool
+    users_created: list[str] = field(default_factory=list)
+    batches_added: list[str] = field(default_factory=list)
+    members_added: list[str] = field(default_factory=list)
+    assignments_created: int = 0
+
+
+def ensure_users(usernames: Iterable[str]) -> tuple[list, list[str]]:
+    """The named users, creating unknown ones with an unusable password (an admin sets one later with
+    `manage.py changepassword`); returns (users, names created)."""
+    User = get_user_model()
+    users, created = [], []
+    for name in dict.fromkeys(n.strip() for n in usernames if n.strip()):
+        user = User.objects.filter(username=name).first()
+        if user is None:
+            user = User(username=name)
+            user.set_unusable_password()
+            user.save()
+            created.append(name)
+        users.append(user)
+    return users, created
+
+
+def _batches(names: Sequence[str]) -> list[Batch]:
+    found = {batch.name: batch for batch in Batch.objects.filter(name__in=names)}
+    missing = [name for name in names if name not in found]
+    if missing:
+        known = (
+            ", ".join(Batch.objects.order_by("-created_at").values_list("name", flat=True)[:10]) or "none yet"
+        )
+        raise ProjectSetupError(f"No batch named {', '.join(map(repr, missing))} (recent batches: {known})")
+    return [found[name] for name in dict.fromkeys(names)]
+
+
+@transaction.atomic
+def do_create_project(
+    slug: str,
+    *,
+    taxonomy: str,
+    members: Mapping[str, Sequence[str]],
+    batches: Sequence[str] = (),
+    name: str | None = None,
+    overlap: int | None = None,
+    guidelines: str | None = None,
+) -> ProjectSetup:
+    """Create the project, or extend it when it exists (idempotent: re-running adds only what is new).
+
+    `members` maps a role to usernames. The taxonomy of an existing project cannot change (its labels
+    would lose their meaning); asking for another one is an error.
+    """
+    if overlap is not None and overlap < 1:
+        raise ProjectSetupError("--overlap must be at least 1")
+    try:
+        version = resolve_version(taxonomy)
+    except Exception as error:  # DoesNotExist carries the slug; say how to load the built-ins
+        raise ProjectSetupError(
+            f"{error}; load the built-in taxonomies with `manage.py load_taxonomies`"
+        ) from None
+    batch_rows = _batches(list(batches))
+    project = Project.objects.select_related("taxonomy_version__taxonomy").filter(slug=slug).first()
+    created = project is None
+    if created:
+        project = Project.objects.create(
+            slug=slug,
+            name=name or slug.replace("-", " ").capitalize(),
+            taxonomy_version=version,
+            overlap=overlap or 2,
+            guidelines=guidelines or "",
+        )
+    else:
+        if project.taxonomy_version.taxonomy.slug != taxonomy:
+            raise ProjectSetupError(
+                f"Project {slug!r} labels with {project.taxonomy_version.taxonomy.slug!r}; "
+                f"its taxonomy cannot change to {taxonomy!r}"
+            )
+        changes = {"name": name, "overlap": overlap, "guidelines": guidelines}
+        for attr, value in changes.items():
+            if value is not None:
+                setattr(project, attr, value)
+        project.save()
+    setup = ProjectSetup(project=project, created=created)
+    existing = set(project.batches.values_list("name", flat=True))
+    project.batches.add(*batch_rows)
+    setup.batches_added = [batch.name for batch in batch_rows if batch.name not in existing]
+    for role, usernames in members.items():
+        users, new_names = ensure_users(usernames)
+        setup.users_created += new_names
+        for user in users:
+            membership, made = Membership.objects.get_or_create(project=project, user=user, role=role)
+            if made or not membership.active:
+                Membership.objects.filter(pk=membership.pk).update(active=True)
+                setup.members_added.append(f"{user.username} ({role})")
+    if project.created_by_id is None and members.get(Role.OWNER):
+        owner = get_user_model().objects.get(username=members[Role.OWNER][0].strip())
+        Project.objects.filter(pk=project.pk).update(created_by=owner)
+    setup.assignments_created = do_assign(project)
+    return setup
+
+
+@transaction.atomic
+def do_attach_batches(project: Project, batches: Iterable[Batch]) -> int:
+    """Add batches to the project and assign their traces; returns the new assignments."""
+    project.batches.add(*batches)
+    return do_assign(project)
+
+
+@transaction.atomic
+def do_update_settings(
+    project: Project, *, name: str, overlap: int, reservation_minutes: int, guidelines: str
+) -> int:
+    """Change the project's settings; a larger overlap assigns more annotators at once (a smaller one
+    never takes finished or started work away). Returns the new assignments."""
+    if not name.strip():
+        raise ProjectSetupError("The project needs a name")
+    if not 1 <= overlap <= 20:
+        raise ProjectSetupError("Overlap must be from 1 to 20 annotators per trace")
+    if not 1 <= reservation_minutes <= 24 * 60:
+        raise ProjectSetupError("The reservation must last from 1 minute to 24 hours")
+    Project.objects.filter(pk=project.pk).update(
+        name=name.strip(), overlap=overlap, reservation_minutes=reservation_minutes, guidelines=guidelines
+    )
+    project.refresh_from_db()
+    return do_assign(project)

@@ -1,0 +1,112 @@
+"""Evidence points with the agent of each step, in one query: the raw SQL half of the signatures bridge.
+
+Why raw SQL: evidence lives in a JSON list on each label (``[{"step": 12}, ...]``) and the agent lives on
+the Step row, so "which agent was acting at the evidence step" is a join on a value *inside* the JSON. The
+ORM cannot expand a JSON array into rows; doing it in Python would mean fetching every step of every
+labelled trace (millions of rows) or one lookup per evidence point. PostgreSQL (``jsonb_array_elements``)
+and SQLite (``json_each``) both expand the list server-side, and the agent comes from the unique
+(trace, index) index of steps. Only integer steps are kept (``{"step": "abc"}`` or a missing key is not a
+point); negative or out-of-range steps are kept with agent ``""`` so the figure can count them as invalid.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.db.models import Model
+
+from annotator.models import AdjudicationItem, Annotation, Assignment, GoldLabel, LabelApplication
+from traces.models import Step
+
+__all__ = ["EvidenceRow", "annotation_evidence", "gold_evidence"]
+
+EvidenceRow = tuple[int, int, int, str]  # (trace id, mode id, step index, agent of that step or "")
+
+_POINTS = {
+    "postgresql": """
+        SELECT l.trace_id, l.mode_id,
+               CASE WHEN jsonb_typeof(e.value -> 'step') = 'number' AND (e.value ->> 'step') ~ '^-?[0-9]+$'
+                    THEN (e.value ->> 'step')::bigint END AS step
+        FROM labelled l
+        CROSS JOIN LATERAL jsonb_array_elements(
+            CASE WHEN jsonb_typeof(l.evidence) = 'array' THEN l.evidence ELSE '[]'::jsonb END) AS e(value)
+    """,
+    "sqlite": """
+        SELECT l.trace_id, l.mode_id,
+               CASE WHEN e.type = 'object' THEN
+                   CASE WHEN json_type(e.value, '$.step') = 'integer' THEN json_extract(e.value, '$.step') END
+               END AS step
+        FROM labelled l,
+             json_each(CASE WHEN json_type(l.evidence) = 'array' THEN l.evidence ELSE '[]' END) AS e
+    """,
+}
+
+
+def gold_evidence(project_id: int, statuses: tuple[str, ...]) -> list[EvidenceRow]:
+    """Evidence of the gold labels of the project's items in `statuses` (agreed, resolved)."""
+    gold, item = _t(GoldLabel), _t(AdjudicationItem)
+    placeholders = ", ".join(["%s"] * len(statuses))
+    labelled = f"""
+        SELECT i.{_c(AdjudicationItem, "trace")} AS trace_id, g.{_c(GoldLabel, "mode")} AS mode_id,
+               g.{_c(GoldLabel, "evidence")} AS evidence
+        FROM {gold} g JOIN {item} i ON i.{_c(AdjudicationItem, "id")} = g.{_c(GoldLabel, "item")}
+        WHERE i.{_c(AdjudicationItem, "project")} = %s AND i.{_c(AdjudicationItem, "status")} IN ({placeholders})
+    """
+    return _run(labelled, [project_id, *statuses])
+
+
+def annotation_evidence(project_id: int, status: str, annotator: str | None = None) -> list[EvidenceRow]:
+    """Evidence of every label of the project's annotations in `status` (of one annotator if named)."""
+    user_model = get_user_model()
+    label, annotation, assignment = _t(LabelApplication), _t(Annotation), _t(Assignment)
+    by_user = ""
+    params: list[object] = []
+    if annotator is not None:
+        by_user = (
+            f"JOIN {_t(user_model)} u ON u.{_c(user_model, 'id')} = s.{_c(Assignment, 'annotator')} "
+            f"AND u.{_c(user_model, user_model.USERNAME_FIELD)} = %s"
+        )
+        params.append(annotator)
+    labelled = f"""
+        SELECT s.{_c(Assignment, "trace")} AS trace_id, l.{_c(LabelApplication, "mode")} AS mode_id,
+               l.{_c(LabelApplication, "evidence")} AS evidence
+        FROM {label} l
+        JOIN {annotation} a ON a.{_c(Annotation, "id")} = l.{_c(LabelApplication, "annotation")}
+        JOIN {assignment} s ON s.{_c(Assignment, "id")} = a.{_c(Annotation, "assignment")}
+        {by_user}
+        WHERE s.{_c(Assignment, "project")} = %s AND a.{_c(Annotation, "status")} = %s
+    """
+    return _run(labelled, [*params, project_id, status])
+
+
+def _run(labelled: str, params: list[object]) -> list[EvidenceRow]:
+    """Expand the evidence lists, then look each step's agent up with a correlated subquery.
+
+    The subquery is deliberate: it is one probe of the unique (trace, index) index per evidence point, so
+    the cost follows the number of points. A join lets the planner hash the whole step table instead
+    (millions of rows for a large project) because it cannot estimate how many elements a JSON list
+    has (the caller turns PostgreSQL's JIT off for the same reason).
+    """
+    vendor = connection.vendor
+    if vendor not in _POINTS:
+        raise NotImplementedError(f"evidence positions need PostgreSQL or SQLite, not {vendor}")
+    step = _t(Step)
+    sql = f"""
+        WITH labelled AS ({labelled}), points AS ({_POINTS[vendor]})
+        SELECT p.trace_id, p.mode_id, p.step,
+               COALESCE((SELECT st.{_c(Step, "agent")} FROM {step} st
+                         WHERE st.{_c(Step, "trace")} = p.trace_id AND st.{_c(Step, "index")} = p.step), '')
+        FROM points p
+        WHERE p.step IS NOT NULL
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _t(model: type[Model]) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def _c(model: type[Model], field: str) -> str:
+    return connection.ops.quote_name(model._meta.get_field(field).column)

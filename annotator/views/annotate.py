@@ -1,0 +1,175 @@
+"""The annotation page: the step viewer composed with the labelling panel, and its three verbs.
+
+Autosave (htmx) and submit answer with `annotator/partials/_save_status.html` (swap target `#save-status`):
+200 saved, 422 invalid (messages), 409 stale or locked (the user's payload is echoed back, nothing is lost).
+Without JavaScript, submit and skip are plain form posts that redirect (or re-render the page on errors).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from annotator.access import access_assignment
+from annotator.models import Annotation, Assignment
+from annotator.services.annotations import (
+    AnnotationInvalid,
+    AnnotationLocked,
+    StaleAnnotation,
+    do_save_draft,
+    do_skip,
+    do_submit_annotation,
+    is_locked,
+)
+from annotator.services.assignment import do_claim_next, extend_reservation
+from annotator.services.payload import AnnotationPayload, PayloadError, payload_from_form, version_from
+from annotator.templatetags.annotator_tags import render_markdown
+from annotator.views.panel import panel_context
+from annotator.views.trace import viewer_context
+from traces.viewer import trace_queryset
+
+SKIP_REASONS = (
+    "The trace is broken or truncated",
+    "I cannot judge this (outside my expertise)",
+    "The task or outcome is unclear",
+    "Duplicate of another trace",
+)
+
+
+def _page(
+    request: HttpRequest,
+    assignment: Assignment,
+    *,
+    payload: AnnotationPayload | None = None,
+    status: dict[str, Any] | None = None,
+    code: int = 200,
+) -> HttpResponse:
+    project = assignment.project
+    trace = trace_queryset().get(pk=assignment.trace_id)
+    annotation = Annotation.objects.filter(assignment=assignment).first()
+    locked = is_locked(project.pk, trace.pk)
+    panel = panel_context(assignment, annotation, payload=payload, locked=locked)
+    if status and "version" in status:
+        panel["version"] = status["version"]
+    page_url = reverse("annotate", args=[project.slug, assignment.pk])
+    context = {
+        **viewer_context(
+            request,
+            project,
+            trace,
+            page_url=page_url,
+            steps_url=reverse("trace-steps", args=[project.slug, trace.pk]),
+        ),
+        **panel,
+        "project": project,
+        "status": status or {"state": "idle", "version": panel["version"]},
+        "guidelines_html": render_markdown(project.guidelines),
+        "skip_reasons": SKIP_REASONS,
+    }
+    return render(request, "annotator/annotate.html", context, status=code)
+
+
+def annotate(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
+    assignment = access_assignment(request.user, slug, assignment_id)
+    extend_reservation(assignment)
+    return _page(request, assignment)
+
+
+def _status(request: HttpRequest, state: str, *, version: int, code: int = 200, **extra: Any) -> HttpResponse:
+    context = {"status": {"state": state, "version": version, "at": timezone.now(), **extra}}
+    return render(request, "annotator/partials/_save_status.html", context, status=code)
+
+
+def _refused(
+    request: HttpRequest, assignment: Assignment, error: Exception, base: int, payload
+) -> HttpResponse:
+    """The same answer for autosave and submit: what went wrong, and the user's own answer back."""
+    echo = json.dumps(payload.as_json(), indent=2, ensure_ascii=False) if payload else ""
+    if isinstance(error, StaleAnnotation):
+        status = {
+            "state": "conflict",
+            "version": base,
+            "current_version": error.current_version,
+            "echo": echo,
+        }
+        code = 409
+    elif isinstance(error, AnnotationLocked):
+        status, code = {"state": "locked", "version": base, "errors": error.messages, "echo": echo}, 409
+    else:
+        status, code = {"state": "invalid", "version": base, "errors": error.messages}, 422
+    if request.htmx:
+        return _status(request, status.pop("state"), code=code, **status)
+    return _page(request, assignment, payload=payload, status=status, code=code)
+
+
+@require_POST
+def save_draft(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
+    assignment = access_assignment(request.user, slug, assignment_id)
+    payload, base = None, _base(request)
+    try:
+        payload = payload_from_form(request.POST)
+        annotation = do_save_draft(assignment, payload, actor=request.user, base_version=base)
+    except (PayloadError, AnnotationInvalid, AnnotationLocked, StaleAnnotation) as error:
+        return _refused(request, assignment, error, base, payload)
+    return _status(request, "saved", version=annotation.version)
+
+
+@require_POST
+def submit(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
+    """Submit, then go straight to the next trace in the queue (or back to the queue when done)."""
+    assignment = access_assignment(request.user, slug, assignment_id)
+    payload, base = None, _base(request)
+    try:
+        payload = payload_from_form(request.POST)
+        do_submit_annotation(assignment, payload, actor=request.user, base_version=base)
+    except (PayloadError, AnnotationInvalid, AnnotationLocked, StaleAnnotation) as error:
+        return _refused(request, assignment, error, base, payload)
+    messages.success(request, f"Submitted trace {assignment.trace_id}.")
+    return _to_next(request, assignment)
+
+
+@require_POST
+def skip(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
+    assignment = access_assignment(request.user, slug, assignment_id)
+    try:
+        do_skip(
+            assignment,
+            request.POST.get("reason", "") or request.POST.get("reason_choice", ""),
+            actor=request.user,
+        )
+    except (AnnotationInvalid, AnnotationLocked) as error:
+        messages.error(request, " ".join(error.messages))
+        return redirect("annotate", slug, assignment.pk)
+    messages.info(request, f"Skipped trace {assignment.trace_id}. You can reopen it from your queue.")
+    return _to_next(request, assignment)
+
+
+def _base(request: HttpRequest) -> int:
+    try:
+        return version_from(request.POST.get("force_version") or request.POST.get("version"))
+    except PayloadError:
+        return -1  # never matches a stored version, so the save is refused as stale and nothing is lost
+
+
+def _to_next(request: HttpRequest, assignment: Assignment) -> HttpResponse:
+    project = assignment.project
+    following = do_claim_next(project, request.user)
+    url = (
+        reverse("annotate", args=[project.slug, following.pk])
+        if following
+        else reverse("project-detail", args=[project.slug])
+    )
+    if following is None:
+        messages.success(request, "That was the last trace in your queue. Thank you!")
+    if request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = url
+        return response
+    return redirect(url)

@@ -1,0 +1,103 @@
+"""Export a project as a Hugging Face dataset: the form, the job's progress (polled by htmx), the download.
+
+Owners only: an export holds every annotator's labels, so letting annotators export would end blind
+annotation. The Hub token field is a sensitive POST parameter (masked in Django's error reports) and goes
+straight to the service, which keeps it out of the database (see annotator.services.exports.jobs).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from django.conf import settings
+from django.http import FileResponse, Http404
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
+
+from annotator.access import MANAGE_ROLES, access_project
+from annotator.services.exports import (
+    LICENSES,
+    ExportOptionsError,
+    clean_options,
+    do_queue_export,
+    export_status,
+    exports_for,
+)
+
+_FLAGS = ("gold_only", "include_text", "real_names", "private")
+
+
+@sensitive_variables("token")
+@sensitive_post_parameters("hf_token")
+def export_page(request, slug: str):
+    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    errors, export = [], None
+    if request.method == "POST":
+        values = {
+            key: request.POST.get(key, "") for key in ("license", "repo_id", "commit_message", "pretty_name")
+        }
+        values |= {flag: flag in request.POST for flag in _FLAGS}  # an unticked box is absent: False
+        values["batches"] = request.POST.getlist("batches")
+        token = request.POST.get("hf_token", "")
+        try:
+            options = clean_options(project, values)
+            export = do_queue_export(project, options, user=request.user, token=token)
+        except ExportOptionsError as problem:
+            errors = problem.messages
+        if export is not None:
+            export.refresh_from_db()
+        if request.htmx:
+            context = {"project": project, "errors": errors, "export": export, "status": _status(export)}
+            return render(
+                request, "annotator/partials/_export_result.html", context, status=400 if errors else 200
+            )
+    return _page(request, project, export, errors)
+
+
+def export_job(request, slug: str, export_id: int):
+    """The job card (htmx polls it); a plain GET (its href) gets the whole page with this job shown."""
+    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    export = get_object_or_404(exports_for(project), pk=export_id)
+    if not request.htmx:
+        return _page(request, project, export, [])
+    return render(
+        request,
+        "annotator/partials/_export_job.html",
+        {"project": project, "export": export, "status": export_status(export)},
+    )
+
+
+def export_download(request, slug: str, export_id: int):
+    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    export = get_object_or_404(exports_for(project), pk=export_id)
+    path = Path(export.path)
+    root = Path(settings.EXPORT_DIR).resolve()
+    if not (export.path.endswith(".zip") and path.is_file() and path.resolve().is_relative_to(root)):
+        raise Http404("This export has no file to download (yet)")
+    return FileResponse(
+        path.open("rb"), as_attachment=True, filename=f"{project.slug}-export-{export.pk}.zip"
+    )
+
+
+def _page(request, project, export, errors: list[str]):
+    return render(
+        request,
+        "annotator/export.html",
+        {
+            "project": project,
+            "batches": project.batches.order_by("name"),
+            "licenses": LICENSES,
+            "token_on_server": bool(os.environ.get("HF_TOKEN")),
+            "hf_endpoint": settings.HF_ENDPOINT,
+            "history": [(past, export_status(past)) for past in exports_for(project)[:20]],
+            "errors": errors,
+            "export": export,
+            "status": _status(export),
+        },
+        status=400 if errors else 200,
+    )
+
+
+def _status(export) -> dict | None:
+    return export_status(export) if export is not None else None

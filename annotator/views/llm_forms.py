@@ -1,0 +1,95 @@
+"""Forms of the LLM rater settings page. The API key has its own form and never comes back from the server."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+from django import forms
+
+from annotator.llm.prompt import MIN_BUDGET
+from annotator.models import LLMConfig
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
+
+
+class LLMConfigForm(forms.ModelForm):
+    base_url = forms.CharField(
+        max_length=500, label="Base URL", help_text="Up to /v1; /chat/completions is added"
+    )
+
+    class Meta:
+        model = LLMConfig
+        fields = [
+            "base_url",
+            "model",
+            "api_key_env",
+            "temperature",
+            "max_tokens",
+            "requests_per_minute",
+            "token_cap",
+            "timeout_seconds",
+            "max_trace_chars",
+            "json_mode",
+            "show_to_annotators",
+        ]
+        labels = {
+            "base_url": "Base URL",
+            "api_key_env": "API key environment variable",
+            "requests_per_minute": "Requests per minute",
+            "token_cap": "Token cap per run",
+            "timeout_seconds": "Request timeout (seconds)",
+            "max_trace_chars": "Trace budget (characters)",
+            "json_mode": "Ask for JSON mode",
+            "show_to_annotators": "Show the LLM's labels to annotators after they submit",
+        }
+
+    def clean_base_url(self) -> str:
+        # Not URLValidator: it refuses hosts without a dot, such as a docker-compose service ("http://vllm:8000/v1").
+        url = self.cleaned_data["base_url"].strip().rstrip("/").removesuffix("/chat/completions")
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname or any(ch.isspace() for ch in url):
+            raise forms.ValidationError("Use an http:// or https:// URL, e.g. https://api.openai.com/v1")
+        return url
+
+    def clean_api_key_env(self) -> str:
+        name = self.cleaned_data["api_key_env"].strip().lstrip("$")
+        if name and not _ENV_NAME.fullmatch(name):
+            raise forms.ValidationError("An environment variable name such as OPENAI_API_KEY")
+        return name
+
+    def clean_temperature(self) -> float:
+        value = self.cleaned_data["temperature"]
+        if not 0 <= value <= 2:
+            raise forms.ValidationError("From 0 to 2 (0 makes answers repeatable)")
+        return value
+
+    def clean_max_tokens(self) -> int:
+        value = self.cleaned_data["max_tokens"]
+        if not 16 <= value <= 100_000:
+            raise forms.ValidationError("From 16 to 100,000")
+        return value
+
+    def clean_requests_per_minute(self) -> int:
+        value = self.cleaned_data["requests_per_minute"]
+        if not 1 <= value <= 100_000:
+            raise forms.ValidationError("From 1 to 100,000")
+        return value
+
+    def clean_timeout_seconds(self) -> float:
+        value = self.cleaned_data["timeout_seconds"]
+        if not 1 <= value <= 3_600:
+            raise forms.ValidationError("From 1 to 3,600 seconds")
+        return value
+
+    def clean_max_trace_chars(self) -> int:
+        value = self.cleaned_data["max_trace_chars"]
+        if not MIN_BUDGET <= value <= 2_000_000:
+            raise forms.ValidationError(f"From {MIN_BUDGET:,} to 2,000,000 characters")
+        return value
+
+
+class StartRunForm(forms.Form):
+    batch = forms.CharField(max_length=200)
+    limit = forms.IntegerField(min_value=1, required=False)
+    model = forms.CharField(max_length=200, required=False, help_text="Empty: the model in the settings")

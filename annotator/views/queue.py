@@ -1,0 +1,76 @@
+"""An annotator's queue: progress per batch, "Start next", drafts, skipped and submitted traces."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db.models import Count, Exists, OuterRef, Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
+
+from annotator.access import LABEL_ROLES, access_project
+from annotator.models import AdjudicationItem, Assignment, Project
+from annotator.services.assignment import do_claim_next
+
+DONE = (Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED)
+SUBMITTED_PER_PAGE = 25
+
+
+def queue_context(request: HttpRequest, project: Project) -> dict[str, Any]:
+    """What the project page shows an annotator about their own work (never anyone else's)."""
+    mine = Assignment.objects.filter(project=project, annotator=request.user)
+    per_batch = list(
+        mine.values("trace__batch__name")
+        .annotate(total=Count("id"), done=Count("id", filter=Q(status__in=DONE)))
+        .order_by("trace__batch__name")
+    )
+    total = sum(row["total"] for row in per_batch)
+    done = sum(row["done"] for row in per_batch)
+    rows = mine.select_related("trace", "annotation").only(
+        "id",
+        "status",
+        "skip_reason",
+        "updated_at",
+        "trace__id",
+        "trace__external_id",
+        "trace__task",
+        "annotation__id",
+        "annotation__updated_at",
+        "annotation__submitted_at",
+    )
+    locked = AdjudicationItem.objects.filter(project=project, trace=OuterRef("trace_id")).filter(
+        Q(claimed_by__isnull=False) | Q(status=AdjudicationItem.Status.RESOLVED)
+    )
+    submitted = Paginator(
+        rows.filter(status=Assignment.Status.SUBMITTED)
+        .annotate(locked=Exists(locked))
+        .order_by("-updated_at", "-id"),
+        SUBMITTED_PER_PAGE,
+    ).get_page(request.GET.get("submitted_page"))
+    return {
+        "queue": {
+            "total": total,
+            "done": done,
+            "remaining": total - done,
+            "per_batch": per_batch,
+            "drafts": list(rows.filter(status=Assignment.Status.IN_PROGRESS).order_by("trace_id")[:200]),
+            "skipped": list(rows.filter(status=Assignment.Status.SKIPPED).order_by("-updated_at")[:200]),
+            "submitted": submitted,
+        }
+    }
+
+
+@require_POST
+def start_next(request: HttpRequest, slug: str) -> HttpResponse:
+    """Claim the next free slot (a short reservation, so another tab gets a different one) and open it."""
+    project = access_project(request.user, slug, roles=LABEL_ROLES)
+    assignment = do_claim_next(project, request.user)
+    if assignment is None:
+        messages.info(
+            request, "Nothing left to start: your queue is empty (drafts open in other tabs stay reserved)."
+        )
+        return redirect("project-detail", slug)
+    return redirect("annotate", slug, assignment.pk)

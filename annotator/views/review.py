@@ -1,0 +1,126 @@
+"""Owners and adjudicators: the project's traces, and one trace's annotations side by side.
+
+Blindness ends here and only here: these views require REVIEW_ROLES (owner, adjudicator) through
+annotator.access, so an annotator (or viewer) gets 403 and an outsider 404.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.paginator import Paginator
+from django.db.models import Count, Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+
+from annotator.access import REVIEW_ROLES, access_project, access_trace
+from annotator.models import Annotation, Assignment, LabelApplication, Project
+from annotator.views.trace import render_steps, viewer_context
+from traces.models import Trace
+
+TRACES_PER_PAGE = 50
+
+
+def trace_list(request: HttpRequest, slug: str) -> HttpResponse:
+    project = access_project(request.user, slug, roles=REVIEW_ROLES)
+    mine = Q(assignments__project=project)
+    traces = (
+        Trace.objects.filter(batch__projects=project)
+        .only("id", "external_id", "outcome", "model", "system", "step_count", "batch__name")
+        .select_related("batch")
+        .annotate(
+            assigned=Count("assignments", filter=mine),
+            submitted=Count("assignments", filter=mine & Q(assignments__status=Assignment.Status.SUBMITTED)),
+            skipped=Count("assignments", filter=mine & Q(assignments__status=Assignment.Status.SKIPPED)),
+        )
+        .order_by("id")
+    )
+    page = Paginator(traces, TRACES_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "annotator/trace_list.html", {"project": project, "page": page})
+
+
+@dataclass
+class ComparisonRow:
+    code: str
+    name: str
+    cells: list[LabelApplication | None]
+
+    @property
+    def agreed(self) -> bool:
+        return all(cell is not None for cell in self.cells)
+
+
+def _comparison(assignments: list[Assignment]) -> tuple[list[ComparisonRow], dict[int, list[str]]]:
+    """One row per mode anyone chose (taxonomy order), one cell per annotator; and the evidence marks."""
+    modes: dict[str, Any] = {}
+    by_annotator: list[dict[str, LabelApplication]] = []
+    marks: dict[int, list[str]] = {}
+    for assignment in assignments:
+        annotation = getattr(assignment, "annotation", None)
+        labels = {label.mode.code: label for label in annotation.labels.all()} if annotation else {}
+        by_annotator.append(labels)
+        for code, label in labels.items():
+            modes[code] = label.mode
+            for step in label.evidence_steps:
+                marks.setdefault(step, []).append(f"{code} · {assignment.annotator.username}")
+    rows = [
+        ComparisonRow(code, mode.name, [labels.get(code) for labels in by_annotator])
+        for code, mode in sorted(modes.items(), key=lambda item: item[1].order)
+    ]
+    return rows, marks
+
+
+def _assignments(project: Project, trace: Trace) -> list[Assignment]:
+    return list(
+        Assignment.objects.filter(project=project, trace=trace)
+        .select_related("annotator", "annotation")
+        .prefetch_related("annotation__labels__mode")
+        .order_by("annotator__username")
+    )
+
+
+def trace_review(request: HttpRequest, slug: str, trace_id: int) -> HttpResponse:
+    project, trace = access_trace(request.user, slug, trace_id, roles=REVIEW_ROLES)
+    assignments = _assignments(project, trace)
+    rows, marks = _comparison(assignments)
+    page_url = reverse("trace-review", args=[slug, trace.pk])
+    context = viewer_context(
+        request,
+        project,
+        trace,
+        page_url=page_url,
+        steps_url=reverse("trace-review-steps", args=[slug, trace.pk]),
+        marks=marks,
+    )
+    submitted = [
+        a
+        for a in assignments
+        if getattr(a, "annotation", None) and a.annotation.status == Annotation.Status.SUBMITTED
+    ]
+    return render(
+        request,
+        "annotator/review.html",
+        {
+            **context,
+            "project": project,
+            "assignments": assignments,
+            "rows": rows,
+            "submitted_count": len(submitted),
+        },
+    )
+
+
+def review_steps(request: HttpRequest, slug: str, trace_id: int) -> HttpResponse:
+    """The review page's step partial: like the annotator's, plus everyone's evidence marks."""
+    project, trace = access_trace(request.user, slug, trace_id, roles=REVIEW_ROLES)
+    _, marks = _comparison(_assignments(project, trace))
+    return render_steps(
+        request,
+        project,
+        trace,
+        fallback=reverse("trace-review", args=[slug, trace_id]),
+        steps_url=reverse("trace-review-steps", args=[slug, trace_id]),
+        marks=marks,
+    )

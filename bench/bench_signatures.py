@@ -1,0 +1,284 @@
+"""Benchmark: failure signatures for 100,000 gold-labelled traces, database to every figure.
+
+    python bench/bench_signatures.py [--traces 100000] [--repeat 3]
+
+Needs PostgreSQL (bench/_setup.py). Inserts the project with COPY (traces, adjudication items, gold labels
+with evidence) and one INSERT ... SELECT (~1.2M steps), then times ``build_report`` (the page's and the
+API's path: ``values_list`` queries + one evidence query -> numpy arrays -> all figures including a
+two-batch comparison), best of ``--repeat``. The baseline, measured in the same run on the same arrays, is the straightforward per-trace
+Python loop (dicts and counters) computing the same figures; the table also checks both agree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter, defaultdict
+from itertools import combinations
+
+import numpy as np
+from _setup import setup_django, table
+
+MODELS = ("gpt-4o", "claude-3.5-sonnet", "llama-3-70b")
+SYSTEMS = ("MetaGPT", "AG2")
+BENCHMARKS = ("ProgramDev", "GAIA", "ITBench")
+BUDGET_SECONDS = 2.0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--traces", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    setup_django(need_postgres=True)
+
+    from annotator.services.signature_report import build_report
+    from annotator.services.signatures import SignatureQuery, load_signature_input
+    from annotator.signatures import compute_signatures
+
+    started = time.perf_counter()
+    project = insert_world(args.traces, seed=1)
+    insert_seconds = time.perf_counter() - started
+    query = SignatureQuery(compare=("before", "after"))
+
+    build_report(project, query)  # warm up: connection, imports, caches
+    total = best(args.repeat, lambda: build_report(project, query))
+    load = best(args.repeat, lambda: load_signature_input(project, query))
+    data = load_signature_input(project, query)
+    ours = best(args.repeat, lambda: compute_signatures(data, compare=("before", "after")))
+    baseline = best(1, lambda: python_loop_signatures(data, ("before", "after")))
+    agree = check_agreement(
+        compute_signatures(data, compare=("before", "after")),
+        python_loop_signatures(data, ("before", "after")),
+    )
+
+    n_labels, n_points = int(data.labels.sum()), len(data.evidence)
+    print(
+        f"{args.traces:,} traces, {n_labels:,} gold labels, {n_points:,} evidence steps; inserted in {insert_seconds:.1f} s"
+    )
+    rows = [
+        ("DB -> arrays (values_list + evidence SQL)", f"{load:.3f}", ""),
+        ("arrays -> all figures, numpy (ours)", f"{ours:.3f}", "1.0x"),
+        (
+            "arrays -> all figures, per-trace Python loop (baseline)",
+            f"{baseline:.3f}",
+            f"{baseline / ours:.1f}x slower",
+        ),
+        ("DB -> all figures, ours (build_report)", f"{total:.3f}", "1.0x"),
+        (
+            "DB -> all figures, with the Python loop instead",
+            f"{load + baseline:.3f}",
+            f"{(load + baseline) / total:.1f}x slower",
+        ),
+    ]
+    print(table(rows, ("stage", "seconds (best)", "ratio")))
+    print(f"figures agree with the baseline: {agree}")
+    verdict = "within" if total < BUDGET_SECONDS else "OVER"
+    print(f"DB -> all figures: {total:.3f} s, {verdict} the {BUDGET_SECONDS:.0f} s budget")
+    return 0 if agree and total < BUDGET_SECONDS else 1
+
+
+def best(repeat: int, fn) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def insert_world(n_traces: int, seed: int):
+    """A MAST project with `n_traces` gold traces over two batches, written with COPY."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from annotator.models import AdjudicationItem, GoldLabel, Membership, Project
+    from taxonomy.models import FailureMode
+    from taxonomy.services import load_builtin_taxonomies, resolve_version
+    from traces.models import Batch, Trace
+
+    rng = np.random.default_rng(seed)
+    load_builtin_taxonomies()
+    version = resolve_version("mast")
+    modes = list(FailureMode.objects.filter(version=version).order_by("order"))
+    now = timezone.now()
+    with transaction.atomic():
+        owner = get_user_model().objects.create(username="bench-owner")
+        project = Project.objects.create(slug="bench", name="Bench", taxonomy_version=version)
+        Membership.objects.create(project=project, user=owner, role="owner")
+        batches = [Batch.objects.create(name=name) for name in ("before", "after")]
+        project.batches.add(*batches)
+
+        batch = rng.integers(0, 2, n_traces)
+        model = rng.integers(0, len(MODELS), n_traces)
+        failed = rng.random(n_traces) < 0.35 + 0.15 * model - 0.1 * batch
+        steps = rng.integers(8, 17, n_traces)
+        traces = [
+            Trace(
+                batch=batches[batch[i]],
+                external_id=f"t{i}",
+                content_hash=f"bench-{i}",
+                model=MODELS[model[i]],
+                system=SYSTEMS[i % 2],
+                benchmark=BENCHMARKS[i % 3],
+                outcome="failure" if failed[i] else "success",
+                step_count=int(steps[i]),
+                created_at=now,
+            )
+            for i in range(n_traces)
+        ]
+        trace_ids = copy_models(Trace, traces)
+        # Steps (about 1.2 million rows) are generated by the server: one INSERT ... SELECT, no round trips.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                """
+                INSERT INTO traces_step (trace_id, index, parent_index, depth, agent, role, kind, content,
+                                         tool_name, tool_args, tool_call_id, timestamp, tokens, duration_ms)
+                SELECT t.id, g.i, NULL, 0, (ARRAY['planner', 'coder', 'executor', 'verifier'])[g.i %% 4 + 1],
+                       '', 'message', '', '', NULL, '', '', NULL, NULL
+                FROM traces_trace t CROSS JOIN LATERAL generate_series(0, t.step_count - 1) AS g(i)
+                WHERE t.id = ANY(%s)
+                """,
+                [trace_ids],
+            )
+        items = [
+            AdjudicationItem(project=project, trace_id=t, status="agreed", created_at=now, updated_at=now)
+            for t in trace_ids
+        ]
+        item_ids = copy_models(AdjudicationItem, items)
+        # Mode rates: 3%..45% in failed traces (about 2.3 modes per failed trace, as in MAST), a third of
+        # that in successful ones.
+        rate_failed = np.geomspace(0.03, 0.45, len(modes))
+        rate = np.where(failed[:, None], rate_failed, rate_failed / 3)
+        chosen = rng.random((n_traces, len(modes))) < rate
+        rows, cols = np.nonzero(chosen)
+        where = rng.random(len(rows))
+        gold = [
+            GoldLabel(
+                item_id=item_ids[r],
+                mode=modes[c],
+                source="agreed",
+                decided_at=now,
+                evidence=[{"step": int(where[k] * steps[r])}],
+            )
+            for k, (r, c) in enumerate(zip(rows.tolist(), cols.tolist(), strict=True))
+        ]
+        copy_models(GoldLabel, gold)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    return project
+
+
+def copy_models(model, objects: list) -> list[int]:
+    """COPY unsaved instances into `model`'s table (every concrete column, defaults included)."""
+    from django.db import connection
+
+    fields = list(model._meta.concrete_fields)
+    table_name = model._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT nextval(pg_get_serial_sequence('{table_name}', 'id')) FROM generate_series(1, %s)",
+            [len(objects)],
+        )
+        ids = [row[0] for row in cursor.fetchall()]
+        columns = ", ".join(f'"{f.column}"' for f in fields)
+        with cursor.copy(f"COPY {table_name} ({columns}) FROM STDIN") as copy:
+            for obj, pk in zip(objects, ids, strict=True):
+                obj.pk = pk
+                copy.write_row([_value(f, obj, connection) for f in fields])
+    return ids
+
+
+def _value(field, obj, connection):
+    raw = getattr(obj, field.attname)
+    if raw is not None and field.get_internal_type() == "JSONField":
+        return json.dumps(raw)
+    return field.get_db_prep_save(raw, connection)
+
+
+def python_loop_signatures(data, compare: tuple[str, str]) -> dict:
+    """The obvious implementation: one pass per figure over the traces, with dicts and Counters."""
+    modes = [mode.code for mode in data.modes]
+    labels = data.labels.tolist()
+    outcome = data.outcome.tolist()
+    sets = [[modes[j] for j, on in enumerate(row) if on] for row in labels]
+    out: dict = {"prevalence": {}}
+    for dimension, grouping in {"all": None, **data.groups}.items():
+        counts: dict = defaultdict(Counter)
+        totals: Counter = Counter()
+        for i, trace_modes in enumerate(sets):
+            group = "all" if grouping is None else grouping.names[grouping.codes[i]]
+            totals[group] += 1
+            counts[group].update(trace_modes)
+        out["prevalence"][dimension] = {g: {m: counts[g][m] / totals[g] for m in modes} for g in totals}
+    per_trace: dict = defaultdict(Counter)
+    model = data.groups["model"]
+    for i, trace_modes in enumerate(sets):
+        for group in ("all", model.names[model.codes[i]]):
+            per_trace[group, outcome[i]][len(trace_modes)] += 1
+    out["per_trace"] = per_trace
+    failed, success = Counter(), Counter()
+    n_failed = sum(1 for o in outcome if o == 1)
+    n_success = sum(1 for o in outcome if o == 0)
+    for i, trace_modes in enumerate(sets):
+        (failed if outcome[i] == 1 else success if outcome[i] == 0 else Counter()).update(trace_modes)
+    out["relative"] = {
+        m: (
+            (failed[m] / n_failed - success[m] / n_success) / (success[m] / n_success) if success[m] else None
+        )
+        for m in modes
+    }
+    pairs: Counter = Counter()
+    for trace_modes in sets:
+        pairs.update(combinations(trace_modes, 2))
+    out["pairs"] = pairs
+    out["vectors"] = Counter(tuple(s) for s in sets if s).most_common(10)
+    ev = data.evidence
+    deciles: Counter = Counter()
+    agents: Counter = Counter()
+    for step, count, agent in zip(
+        ev.step.tolist(), ev.step_count.tolist(), ev.agent.codes.tolist(), strict=True
+    ):
+        if 0 <= step < count:
+            deciles[10 * step // count] += 1
+            agents[ev.agent.names[agent]] += 1
+    out["deciles"], out["agents"] = deciles, agents
+    batch_counts: dict = defaultdict(Counter)
+    batch_totals: Counter = Counter()
+    for i, trace_modes in enumerate(sets):
+        name = data.batch.names[data.batch.codes[i]]
+        if name in compare:
+            batch_totals[name] += 1
+            batch_counts[name].update(trace_modes)
+    out["change"] = {
+        m: batch_counts[compare[1]][m] / batch_totals[compare[1]]
+        - batch_counts[compare[0]][m] / batch_totals[compare[0]]
+        for m in modes
+    }
+    return out
+
+
+def check_agreement(s, baseline: dict) -> bool:
+    """The same numbers both ways (a benchmark of a wrong answer would be worthless)."""
+    ok = True
+    for group in s.prevalence_by("model").groups:
+        for p in group.modes:
+            ok &= abs(p.rate.value - baseline["prevalence"]["model"][group.value][p.key]) < 1e-12
+    for row in s.contrast.modes:
+        expected = baseline["relative"][row.key]
+        ok &= (row.relative_increase.value is None) == (expected is None)
+        ok &= expected is None or abs(row.relative_increase.value - expected) < 1e-9
+    index = {key: i for i, key in enumerate(s.cooccurrence.keys)}
+    ok &= all(s.cooccurrence.both[index[a]][index[b]] == n for (a, b), n in baseline["pairs"].items())
+    ok &= [(v.modes, v.count) for v in s.vectors.top] == baseline["vectors"]
+    ok &= list(s.positions.deciles) == [baseline["deciles"][d] for d in range(10)]
+    ok &= {a.agent: a.count for a in s.positions.agents} == dict(baseline["agents"])
+    ok &= all(abs(row.difference.value - baseline["change"][row.key]) < 1e-12 for row in s.comparison.modes)
+    return bool(ok)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

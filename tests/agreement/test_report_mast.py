@@ -1,0 +1,79 @@
+"""The real MAST human-labelled file (19 traces, 3 annotators): per-mode Fleiss' kappa from
+`import_traces ... --project` + `agreement --json` equals statsmodels and irrCAC on the same votes."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+
+from taxonomy.schema import resolve_mode
+from taxonomy.services import version_to_spec
+from tests.agreement._reference import irrcac, statsmodels_fleiss
+from tests.services import datasets_dir
+from traces.importers import mast_labelled
+
+TOL = 1e-9
+FILE = "mast/MAD_human_labelled_dataset.json"
+
+
+def votes_from_file(path, version) -> tuple[list[str], np.ndarray]:
+    """(items, 3 annotators, modes) straight from the file: a vote for a final MAST mode is a "true" on any
+    of the file's mode names that map to it (old names map through the taxonomy's aliases, names with no
+    successor are ignored), exactly what --ignore-unknown-modes keeps. The file's two bare NaN votes are
+    "not chosen", as the importer stores them."""
+    spec = version_to_spec(version)
+    codes = [mode.code for mode in version.modes.order_by("order")]
+    with path.open("rb") as stream:
+        records = list(mast_labelled.parse(stream, path.name))
+    annotators = ["annotator_1", "annotator_2", "annotator_3"]
+    votes = np.zeros((len(records), len(annotators), len(codes)), dtype=np.int8)
+    for i, record in enumerate(records):
+        for annotation in record.annotations:
+            j = annotators.index(annotation.annotator)
+            for label in annotation.labels:
+                mode = resolve_mode(spec, label.mode)
+                if mode is not None:
+                    votes[i, j, codes.index(mode.code)] = 1
+    return codes, votes
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_mast_fleiss_kappa_per_mode_matches_statsmodels_and_irrcac(project, tmp_path):
+    path = datasets_dir() / FILE
+    if not path.exists():
+        pytest.skip(f"{path} is missing")
+    call_command(
+        "import_traces",
+        str(path),
+        batch="mast",
+        project=project.slug,
+        ignore_unknown_modes=True,
+        stdout=io.StringIO(),
+    )
+    buffer = io.StringIO()
+    call_command("agreement", project.slug, "--json", stdout=buffer)
+    report = json.loads(buffer.getvalue())
+    codes, votes = votes_from_file(path, project.taxonomy_version)
+
+    assert report["counts"]["items"] == 19
+    assert [r["username"] for r in report["raters"]] == ["annotator_1", "annotator_2", "annotator_3"]
+    assert report["kappa_statistic"] == "fleiss_kappa"
+    compared = 0
+    for k, row in enumerate(report["modes"]):
+        assert row["code"] == codes[k]
+        expected = statsmodels_fleiss(votes[:, :, k])
+        if math.isnan(expected):  # nobody (or everybody) chose the mode: undefined, with the reason
+            assert row["fleiss_kappa"]["value"] is None
+            assert row["fleiss_kappa"]["undefined_code"] == "no_variation"
+            continue
+        assert row["fleiss_kappa"]["value"] == pytest.approx(expected, abs=TOL)
+        assert row["fleiss_kappa"]["value"] == pytest.approx(
+            irrcac(votes[:, :, k], "fleiss")["coefficient_value"], abs=TOL
+        )
+        compared += 1
+    assert compared >= 10  # the file has variation on most modes; make sure the test compares something

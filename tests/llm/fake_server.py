@@ -1,0 +1,118 @@
+"""A stand-in for an OpenAI-compatible server: `POST /v1/chat/completions` on 127.0.0.1, in a thread.
+
+Each request takes the next scripted `Reply` (status, JSON or text body, headers, a delay before answering);
+every request is recorded (headers and JSON body) so tests can check what the real client sent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = None  # dict -> JSON; str -> text
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+def answer(
+    content: Any, *, prompt_tokens: int = 100, completion_tokens: int = 20, usage: bool = True
+) -> Reply:
+    """A chat-completions reply whose message content is `content` (a dict becomes its JSON text)."""
+    text = content if isinstance(content, str) else json.dumps(content)
+    body: dict[str, Any] = {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "model": "test-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+    }
+    if usage:
+        body["usage"] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+    return Reply(body=body)
+
+
+@dataclass
+class Seen:
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class FakeChatServer:
+    def __init__(self) -> None:
+        self.replies: deque[Reply] = deque()
+        self.requests: list[Seen] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw or b"null")
+                except ValueError:
+                    body = raw.decode(errors="replace")
+                with server._lock:
+                    server.requests.append(Seen(self.path, dict(self.headers.items()), body))
+                    reply = (
+                        server.replies.popleft()
+                        if server.replies
+                        else Reply(500, {"error": "no scripted reply"})
+                    )
+                if self.path != "/v1/chat/completions":
+                    reply = Reply(404, {"error": {"message": f"no route {self.path}"}})
+                if reply.delay:
+                    time.sleep(reply.delay)
+                payload = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
+                data = payload.encode()
+                try:
+                    self.send_response(reply.status)
+                    self.send_header(
+                        "Content-Type",
+                        "application/json" if not isinstance(reply.body, str) else "text/plain",
+                    )
+                    self.send_header("Content-Length", str(len(data)))
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
+
+            def log_message(self, *args: Any) -> None:  # keep test output quiet
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._server.block_on_close = False
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def push(self, *replies: Reply) -> None:
+        with self._lock:
+            self.replies.extend(replies)
+
+    def start(self) -> FakeChatServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
