@@ -114,7 +114,10 @@ def _check_chunk(project: Project, trace_ids: list[int], modes: dict[str, ModeFa
     by_trace: dict[int, list[Compared]] = {}
     trace_of = dict(submitted.values_list("id", "trace_id"))
     for compared in load_compared(submitted):
-        by_trace.setdefault(trace_of[compared.annotation_id], []).append(compared)
+        trace_id = trace_of.get(compared.annotation_id)
+        if trace_id is None:
+            continue  # submitted between the two reads: its own follow-up check will see it
+        by_trace.setdefault(trace_id, []).append(compared)
     items = {
         item.trace_id: item
         for item in AdjudicationItem.objects.filter(project=project, trace_id__in=trace_ids)

@@ -55,19 +55,4 @@ def test_reports_are_computed_by_the_worker_and_stored(project, annotator_a, ann
     assert (
         reports.do_request_report(project, {"annotators": ["ana-annotator", "ben-annotator"]}).pk == report.pk
     )
-    _wait_until_the_worker_disconnects()
 
-
-def _wait_until_the_worker_disconnects() -> None:
-    """The worker closes its connection after each task (DB_CONN_MAX_AGE=0 in .ci/run); wait for that, so
-    pytest can drop the test database at the end of the session."""
-    from django.db import connection
-
-    def alone() -> bool:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            )
-            return cursor.fetchone()[0] == 0
-
-    wait_for(alone, timeout=15.0)
