@@ -55,4 +55,3 @@ def test_reports_are_computed_by_the_worker_and_stored(project, annotator_a, ann
     assert (
         reports.do_request_report(project, {"annotators": ["ana-annotator", "ben-annotator"]}).pk == report.pk
     )
-
