@@ -7,6 +7,13 @@ import pytest
 from tests.services import IN_CI
 
 
+def pytest_configure(config):
+    # Personas' passwords are hashed on creation; PBKDF2 costs ~0.2 s a user, MD5 nothing. Tests only.
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 def pytest_sessionstart(session):
     # CI promises PostgreSQL: running the suite on SQLite there would hide real-database bugs.
     if IN_CI:

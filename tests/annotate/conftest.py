@@ -9,12 +9,6 @@ from annotator.services.assignment import do_assign
 from tests.factories import BatchFactory, trace_with_steps
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    # Each persona's password is hashed on creation; PBKDF2 costs ~0.2 s a user, MD5 nothing.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def traces(project):
     batch = BatchFactory(name="run-1")

@@ -26,7 +26,6 @@ def world(settings, tmp_path):
     from traces.importers.synthetic import native_lines, synthetic_traces
     from traces.services import do_import_files
 
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     load_builtin_taxonomies()
     project = Project.objects.create(
         slug="pilot", name="Pilot study", taxonomy_version=resolve_version("mast")

@@ -21,12 +21,7 @@ SCREENSHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
 
 
 @pytest.fixture
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture
-def world(fast_password_hashing):
+def world():
     """A MAST project with one real Who&When trace, assigned to two annotators."""
     from taxonomy.services import load_builtin_taxonomies, resolve_version
     from traces.services import do_import_files

@@ -19,7 +19,6 @@ SCREENSHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
 
 @pytest.fixture
 def showcase(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     from taxonomy.services import load_builtin_taxonomies, resolve_version
 
     load_builtin_taxonomies()

@@ -21,8 +21,6 @@ def _small_exports(settings, tmp_path):
     settings.EXPORT_DIR = tmp_path / "exports"
     settings.AGREEMENT_BOOTSTRAP = 50
     settings.AGREEMENT_PAIR_BOOTSTRAP = 20
-    # The personas' passwords are hashed when they are created: PBKDF2 costs ~0.2 s per user.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def _annotate(project, trace, user, labels, *, status="submitted", **fields):

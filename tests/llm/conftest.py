@@ -12,11 +12,6 @@ MODEL = "qwen2.5-7b"
 RATER = "llm:qwen2.5-7b"
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def chat_server():
     server = FakeChatServer().start()

@@ -14,7 +14,6 @@ from types import SimpleNamespace
 
 import pytest
 from django.db import transaction
-from django.test import override_settings
 
 from tests.signatures.world import build_annotation_world, build_gold_world
 
@@ -47,8 +46,7 @@ def make_people(*, blind: bool = True) -> SimpleNamespace:
         "viewer": ("vic-viewer", "viewer"),
         "outsider": ("oscar-outsider", None),
     }
-    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
-        people = SimpleNamespace(**{key: UserFactory(username=name) for key, (name, _) in roles.items()})
+    people = SimpleNamespace(**{key: UserFactory(username=name) for key, (name, _) in roles.items()})
     project = ProjectFactory(
         taxonomy_version=versions["mast"], slug="demo-project", name="Demo project", blind=blind
     )
