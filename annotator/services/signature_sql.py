@@ -89,7 +89,7 @@ def _run(labelled: str, params: list[object]) -> list[EvidenceRow]:
     """
     vendor = connection.vendor
     if vendor not in _POINTS:
-        raise NotImplementedError(f"evidence positions need PostgreSQL or SQLite, not {vendor}")
+        raise RuntimeError(f"evidence positions need PostgreSQL or SQLite, not {vendor}")
     step = _t(Step)
     sql = f"""
         WITH labelled AS ({labelled}), points AS ({_POINTS[vendor]})

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from traces.exports import export_native
 from traces.models import Batch
-from traces.services import export_native
 
 
 class Command(BaseCommand):
