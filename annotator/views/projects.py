@@ -7,12 +7,14 @@ from django.shortcuts import render
 
 from annotator.access import access_project, can_see_all_labels
 from annotator.models import Assignment, Role
+from annotator.raters import human_q
 from annotator.views.queue import queue_context
 
 
 def project_detail(request, slug: str):
     project = access_project(request.user, slug)
-    counts = project.assignments.aggregate(
+    # Human work only: an LLM rater's annotations are counted on the LLM page, not as progress.
+    counts = project.assignments.filter(human_q("annotator")).aggregate(
         total=Count("id"),
         submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
         drafts=Count("id", filter=Q(status=Assignment.Status.IN_PROGRESS)),

@@ -17,6 +17,7 @@ from django.urls import reverse
 
 from annotator.access import REVIEW_ROLES, access_project, access_trace
 from annotator.models import Annotation, Assignment, LabelApplication, Project
+from annotator.raters import human_q
 from annotator.views.trace import render_steps, viewer_context
 from traces.models import Trace
 
@@ -25,7 +26,7 @@ TRACES_PER_PAGE = 50
 
 def trace_list(request: HttpRequest, slug: str) -> HttpResponse:
     project = access_project(request.user, slug, roles=REVIEW_ROLES)
-    mine = Q(assignments__project=project)
+    mine = Q(assignments__project=project) & human_q("assignments__annotator")
     traces = (
         Trace.objects.filter(batch__projects=project)
         .only("id", "external_id", "outcome", "model", "system", "step_count", "batch__name")
