@@ -138,11 +138,14 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = envstr("CELERY_DEFAULT_QUEUE", "default")
+# Each kind of long work may get its own queue (a long export must never starve agreement): set the
+# variable and start a worker with `-Q` for it. By default everything shares one queue.
 CELERY_TASK_ROUTES = {
-    "traces.tasks.*": {"queue": envstr("CELERY_IMPORT_QUEUE", CELERY_TASK_DEFAULT_QUEUE)},
-}
-CELERY_TASK_ROUTES["annotator.agreement.*"] = {
-    "queue": envstr("CELERY_AGREEMENT_QUEUE", CELERY_TASK_DEFAULT_QUEUE)
+    "annotator.run_import_job": {"queue": envstr("CELERY_IMPORT_QUEUE", CELERY_TASK_DEFAULT_QUEUE)},
+    "annotator.agreement.*": {"queue": envstr("CELERY_AGREEMENT_QUEUE", CELERY_TASK_DEFAULT_QUEUE)},
+    "annotator.adjudication.*": {"queue": envstr("CELERY_AGREEMENT_QUEUE", CELERY_TASK_DEFAULT_QUEUE)},
+    "annotator.exports.*": {"queue": envstr("CELERY_EXPORT_QUEUE", CELERY_TASK_DEFAULT_QUEUE)},
+    "annotator.llm.*": {"queue": envstr("CELERY_LLM_QUEUE", CELERY_TASK_DEFAULT_QUEUE)},
 }
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
@@ -159,9 +162,6 @@ AGREEMENT_INLINE_MAX_ANNOTATIONS = envint("AGREEMENT_INLINE_MAX_ANNOTATIONS", 50
 # Dataset exports and publishing to the Hugging Face Hub (annotator/services/exports/). HF_ENDPOINT is
 # also what `huggingface_hub` and `datasets` read, so imports from hf://owner/name use the same Hub. A
 # token typed at export time waits in the cache at most EXPORT_TOKEN_TTL seconds (see exports/jobs.py).
-CELERY_TASK_ROUTES["annotator.exports.*"] = {
-    "queue": envstr("CELERY_EXPORT_QUEUE", CELERY_TASK_DEFAULT_QUEUE)
-}
 HF_ENDPOINT = envstr("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
 EXPORT_TOKEN_TTL = envint("EXPORT_TOKEN_TTL", 900)
 # No usage telemetry from a server process; and one export is one plain commit (no hf_xet upload pipeline,
@@ -169,10 +169,9 @@ EXPORT_TOKEN_TTL = envint("EXPORT_TOKEN_TTL", 900)
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("HF_HUB_DISABLE_XET", "1")
 
-# The LLM rater (annotator/llm, services/llm_runs.py): its runs on their own queue; how long one task
+# The LLM rater (annotator/llm, services/llm_runs.py): how long one task
 # labels before it re-enqueues itself (so a long run never pins a worker, and a lost worker loses little);
 # the key material for the Fernet encryption of stored API keys (derived with HKDF; else from SECRET_KEY).
-CELERY_TASK_ROUTES["annotator.llm.*"] = {"queue": envstr("CELERY_LLM_QUEUE", CELERY_TASK_DEFAULT_QUEUE)}
 LLM_TASK_SECONDS = envint("LLM_TASK_SECONDS", 120)
 FIELD_ENCRYPTION_KEY = envstr("FIELD_ENCRYPTION_KEY")
 
