@@ -14,13 +14,18 @@ def run_import_job(job_id: int) -> str:
 
 
 # Only a database that is briefly unreachable is worth retrying; any other error is recorded on the
-# report row by the service (retrying a bug just repeats it).
+# job's row by the service (retrying a bug just repeats it).
+RETRY_ON_DATABASE_OUTAGE = {
+    "acks_late": True,
+    "autoretry_for": (OperationalError,),
+    "retry_backoff": True,
+    "max_retries": 3,
+}
+
+
 @shared_task(
     name="annotator.agreement.compute_report",
-    acks_late=True,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=3,
+    **RETRY_ON_DATABASE_OUTAGE,
 )
 def compute_agreement_report(report_id: int) -> str:
     from annotator.services.reports import do_compute_report
@@ -30,10 +35,7 @@ def compute_agreement_report(report_id: int) -> str:
 
 @shared_task(
     name="annotator.agreement.refresh_reports",
-    acks_late=True,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=3,
+    **RETRY_ON_DATABASE_OUTAGE,
 )
 def refresh_agreement_reports(project_id: int) -> str:
     """The debounced recompute scheduled by services.reports.schedule_report_refresh."""
@@ -45,10 +47,7 @@ def refresh_agreement_reports(project_id: int) -> str:
 
 @shared_task(
     name="annotator.adjudication.check_traces",
-    acks_late=True,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=3,
+    **RETRY_ON_DATABASE_OUTAGE,
 )
 def check_traces_for_adjudication(project_id: int, trace_ids: list[int]) -> int:
     """Compare the submitted annotations of these traces: agreed -> gold, disagreement -> queue."""

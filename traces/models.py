@@ -88,6 +88,24 @@ class Step(models.Model):
     tokens = models.PositiveIntegerField(null=True, blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
 
+    # A step's data columns in their canonical order: the COPY import, the API and the dataset export all
+    # read this one list.
+    DATA_FIELDS = (
+        "index",
+        "parent_index",
+        "depth",
+        "agent",
+        "role",
+        "kind",
+        "content",
+        "tool_name",
+        "tool_args",
+        "tool_call_id",
+        "timestamp",
+        "tokens",
+        "duration_ms",
+    )
+
     class Meta:
         ordering = ["trace", "index"]
         constraints = [

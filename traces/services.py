@@ -26,22 +26,7 @@ from traces.models import Batch, Step, Trace
 
 TRACES_PER_CHUNK = 500
 STEPS_PER_CHUNK = 50_000
-STEP_COLUMNS = (
-    "trace_id",
-    "index",
-    "parent_index",
-    "depth",
-    "agent",
-    "role",
-    "kind",
-    "content",
-    "tool_name",
-    "tool_args",
-    "tool_call_id",
-    "timestamp",
-    "tokens",
-    "duration_ms",
-)
+STEP_COLUMNS = ("trace_id", *Step.DATA_FIELDS)
 
 ProgressCallback = Callable[[int, int], None]  # (bytes read so far, records so far)
 

@@ -41,21 +41,7 @@ class TraceDetailSerializer(TraceSerializer):
 class StepSerializer(serializers.ModelSerializer):
     class Meta:
         model = Step
-        fields = [
-            "index",
-            "parent_index",
-            "depth",
-            "agent",
-            "role",
-            "kind",
-            "content",
-            "tool_name",
-            "tool_args",
-            "tool_call_id",
-            "timestamp",
-            "tokens",
-            "duration_ms",
-        ]
+        fields = list(Step.DATA_FIELDS)
 
 
 class SearchResultSerializer(serializers.Serializer):

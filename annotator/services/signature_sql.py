@@ -45,12 +45,12 @@ _POINTS = {
 def gold_evidence(project_id: int, statuses: tuple[str, ...]) -> list[EvidenceRow]:
     """Evidence of the gold labels of the project's items in `statuses` (agreed, resolved)."""
     gold, item = _t(GoldLabel), _t(AdjudicationItem)
-    placeholders = ", ".join(["%s"] * len(statuses))
+    status_params = ", ".join(["%s"] * len(statuses))
     labelled = f"""
         SELECT i.{_c(AdjudicationItem, "trace")} AS trace_id, g.{_c(GoldLabel, "mode")} AS mode_id,
                g.{_c(GoldLabel, "evidence")} AS evidence
         FROM {gold} g JOIN {item} i ON i.{_c(AdjudicationItem, "id")} = g.{_c(GoldLabel, "item")}
-        WHERE i.{_c(AdjudicationItem, "project")} = %s AND i.{_c(AdjudicationItem, "status")} IN ({placeholders})
+        WHERE i.{_c(AdjudicationItem, "project")} = %s AND i.{_c(AdjudicationItem, "status")} IN ({status_params})
     """
     return _run(labelled, [project_id, *statuses])
 

@@ -40,21 +40,8 @@ _TRACE_FIELDS = (
     "metadata",
     "step_count",
 )
-_STEP_FIELDS = (
-    "trace_id",
-    "index",
-    "parent_index",
-    "agent",
-    "role",
-    "kind",
-    "content",
-    "tool_name",
-    "tool_args",
-    "tool_call_id",
-    "timestamp",
-    "tokens",
-    "duration_ms",
-)
+# Depth is derivable from parent_index, so the published dataset leaves it out.
+_STEP_FIELDS = ("trace_id", *(name for name in Step.DATA_FIELDS if name != "depth"))
 
 
 def selected_traces(project: Project, options: ExportOptions) -> QuerySet[Trace]:
