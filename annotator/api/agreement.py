@@ -47,6 +47,12 @@ FILTERS = [
     ),
     OpenApiParameter("since", OpenApiTypes.DATE, description="Annotations submitted on or after this day"),
     OpenApiParameter("until", OpenApiTypes.DATE, description="Annotations submitted on or before this day"),
+    OpenApiParameter(
+        "where",
+        OpenApiTypes.STR,
+        many=True,
+        description='Trace metadata condition "key=value" (repeat for several; all must hold), e.g. round=Round 3',
+    ),
 ]
 Errors = OpenApiResponse(
     inline_serializer("FilterErrors", {"errors": serializers.ListField(child=serializers.CharField())}),
@@ -93,6 +99,11 @@ def report_json(report: AgreementReport) -> dict[str, Any]:
             "annotators": serializers.ListField(child=serializers.CharField(), required=False),
             "since": serializers.DateField(required=False),
             "until": serializers.DateField(required=False),
+            "where": serializers.ListField(
+                child=serializers.CharField(max_length=200),
+                required=False,
+                help_text='Trace metadata conditions "key=value" (all must hold), e.g. "round=Round 3"',
+            ),
         },
     ),
     responses={200: ReportSchema, 202: ReportSchema, 400: Errors},

@@ -108,6 +108,8 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
             "annotators": set(filters.get("annotators", [])),
             "since": request.GET.get("since", ""),
             "until": request.GET.get("until", ""),
+            # One input per metadata condition already set, and an empty one to add another.
+            "where": [*request.GET.getlist("where"), ""][:11],
         },
     }
     return render(request, "annotator/agreement.html", context, status=400 if errors else 200)
