@@ -1,8 +1,8 @@
-"""Pages under /p/<slug>/ for agreement and adjudication (owners, adjudicators; the report also viewers)."""
+"""Pages under /p/<slug>/ for agreement, calibration rounds and adjudication (owners, adjudicators; the report also viewers)."""
 
 from django.urls import path
 
-from annotator.views import adjudication, agreement
+from annotator.views import adjudication, agreement, rounds
 
 urlpatterns = [
     path("agreement/", agreement.agreement, name="agreement"),
@@ -10,6 +10,9 @@ urlpatterns = [
     path("agreement/<int:report_id>/", agreement.report_status, name="agreement-report"),
     path("agreement/<int:report_id>/report.json", agreement.report_json, name="agreement-json"),
     path("agreement/<int:report_id>/report.csv", agreement.report_csv, name="agreement-csv"),
+    path("rounds/", rounds.rounds_page, name="rounds"),
+    path("rounds/open/", rounds.open_round, name="rounds-open"),
+    path("rounds/<int:round_id>/close/", rounds.close_round, name="rounds-close"),
     path("adjudication/", adjudication.queue, name="adjudication"),
     path("adjudication/next/", adjudication.claim_next, name="adjudication-next"),
     path("adjudication/history/", adjudication.history, name="adjudication-history"),

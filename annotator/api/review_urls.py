@@ -1,11 +1,13 @@
-"""API routes under /api/projects/<slug>/ for the agreement report and the adjudication queue."""
+"""API routes under /api/projects/<slug>/ for the agreement report, calibration rounds and the adjudication queue."""
 
 from django.urls import path
 
-from annotator.api import adjudication, agreement
+from annotator.api import adjudication, agreement, rounds
 
 urlpatterns = [
     path("agreement/", agreement.agreement, name="api-agreement"),
+    path("rounds/", rounds.rounds, name="api-rounds"),
+    path("rounds/<int:round_id>/close/", rounds.close, name="api-rounds-close"),
     path("adjudication/", adjudication.queue, name="api-adjudication"),
     path("adjudication/claim/", adjudication.claim_next, name="api-adjudication-claim"),
     path("adjudication/<int:item_id>/", adjudication.item, name="api-adjudication-item"),

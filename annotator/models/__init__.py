@@ -5,12 +5,14 @@ from annotator.models.annotations import Annotation, LabelApplication, LabelHist
 from annotator.models.llm import LLMConfig, LLMRun, LLMTraceResult, PromptTemplate
 from annotator.models.projects import Assignment, Membership, Project, Role
 from annotator.models.reports import AgreementReport, Export
+from annotator.models.rounds import CalibrationRound
 
 __all__ = [
     "AdjudicationItem",
     "AgreementReport",
     "Annotation",
     "Assignment",
+    "CalibrationRound",
     "Export",
     "GoldHistory",
     "GoldLabel",

@@ -8,7 +8,8 @@ report must go from the database to a stored result in seconds. So each table is
 Filters (all optional, combined with AND) restrict which submitted annotations count:
 `batch` (a batch name of the project), `annotators` (usernames), `since` / `until` (dates, inclusive,
 on `submitted_at` in the server's time zone), and `where`: trace metadata conditions "key=value" (the
-trace's metadata value for key, as text, equals value; several conditions all hold), e.g. "round=Round 3".
+trace's metadata value for key, as text, equals value; several conditions all hold), e.g. "round=Round 3";
+`round`: a calibration round of the project (id, or name in params): the annotations of its slots.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from annotator.models import Annotation, LabelApplication, Membership, Project, 
 from annotator.raters import LLM_PREFIX
 from taxonomy.models import FailureMode
 
-FILTER_KEYS = ("batch", "annotators", "since", "until", "where")
+FILTER_KEYS = ("batch", "annotators", "since", "until", "where", "round")
 MAX_WHERE = 10
 MAX_WHERE_CHARS = 200
 
@@ -72,6 +73,19 @@ def clean_filters(project: Project, params: Mapping[str, Any]) -> dict[str, Any]
         )
         errors += [f"No annotator “{name}” in this project" for name in names if name not in known]
         out["annotators"] = names
+    round_value = str(params.get("round") or "").strip()
+    if round_value:
+        rounds = project.rounds.all()
+        found = (
+            rounds.filter(pk=int(round_value))
+            if round_value.isdigit() and len(round_value) < 10
+            else rounds.none()
+        ) or rounds.filter(name=round_value)
+        round_id = found.values_list("pk", flat=True).first()
+        if round_id is None:
+            errors.append(f"No calibration round “{round_value[:100]}” in this project")
+        else:
+            out["round"] = round_id
     where, where_errors = _clean_where(params)
     errors += where_errors
     if where:
@@ -130,6 +144,8 @@ def filter_q(project: Project, filters: Mapping[str, Any], prefix: str = "") -> 
         q &= Q(**{f"{prefix}assignment__trace__batch__name": filters["batch"]})
     if filters.get("annotators"):
         q &= Q(**{f"{prefix}assignment__annotator__username__in": filters["annotators"]})
+    if filters.get("round"):
+        q &= Q(**{f"{prefix}assignment__calibration_round_id": filters["round"]})
     for key, value in where_conditions(filters):
         # KeyTextTransform takes the key as given (no "__" path parsing): any metadata key works.
         q &= Q(Exact(KeyTextTransform(key, f"{prefix}assignment__trace__metadata"), value))

@@ -60,6 +60,12 @@ def report_context(
         "pending": bool(report and report.status in (JobStatus.QUEUED, JobStatus.RUNNING)),
         "query": _query(filters),
         "filters": filters,
+        # Flattened (key, value) pairs for hidden inputs: list filters (annotators, where) repeat their key.
+        "hidden_filters": [
+            (key, item)
+            for key, value in filters.items()
+            for item in (value if isinstance(value, list) else [value])
+        ],
         "stale": bool(
             shown
             and report
