@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from annotator.env import envbool, envint, envlist, envstr
 
@@ -17,13 +18,27 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("VAR_DIR", str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
-DEBUG = envbool("DEBUG", True)
-# The fallback key only exists so a laptop demo starts; `check --deploy` rejects it in production.
-SECRET_KEY = envstr("SECRET_KEY") or ("django-insecure-local-demo-key-" + "0" * 24 if DEBUG else "")
+# ---- Security: debug, secrets (issue 11, hardening) ---------------------------------------------------
+# DEBUG is off unless set (`make run` sets it for the demo). Only a DEBUG demo may start without secrets:
+# anywhere else a missing SECRET_KEY or FIELD_ENCRYPTION_KEY stops the start instead of running on a
+# publicly known key.
+DEBUG = envbool("DEBUG", False)
+_DEMO_SECRET_KEY = "django-insecure-local-demo-key-" + "0" * 24
+SECRET_KEY = envstr("SECRET_KEY") or (_DEMO_SECRET_KEY if DEBUG else "")
 if not SECRET_KEY:
-    from django.core.exceptions import ImproperlyConfigured
-
-    raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
+    raise ImproperlyConfigured(
+        "SECRET_KEY must be set when DEBUG is off. Generate one with: "
+        "python3 -c 'import secrets; print(secrets.token_urlsafe(50))' (or set DEBUG=true for a local demo)"
+    )
+# The key material for stored LLM API keys (annotator/llm/secrets.py), separate from SECRET_KEY so that
+# rotating one does not touch the other; derived from SECRET_KEY only in a DEBUG demo.
+FIELD_ENCRYPTION_KEY = envstr("FIELD_ENCRYPTION_KEY") or (SECRET_KEY if DEBUG else "")
+if not DEBUG and (not FIELD_ENCRYPTION_KEY or FIELD_ENCRYPTION_KEY == SECRET_KEY):
+    raise ImproperlyConfigured(
+        "FIELD_ENCRYPTION_KEY must be set, and differ from SECRET_KEY, when DEBUG is off: it encrypts the "
+        "stored LLM API keys. Generate one like SECRET_KEY."
+    )
+# ---- end of security: debug, secrets ------------------------------------------------------------------
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
 
@@ -170,10 +185,16 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("HF_HUB_DISABLE_XET", "1")
 
 # The LLM rater (annotator/llm, services/llm_runs.py): how long one task
-# labels before it re-enqueues itself (so a long run never pins a worker, and a lost worker loses little);
-# the key material for the Fernet encryption of stored API keys (derived with HKDF; else from SECRET_KEY).
+# labels before it re-enqueues itself (so a long run never pins a worker, and a lost worker loses little).
 LLM_TASK_SECONDS = envint("LLM_TASK_SECONDS", 120)
-FIELD_ENCRYPTION_KEY = envstr("FIELD_ENCRYPTION_KEY")
+# ---- LLM endpoints an owner may use (issue 11, point 1) -----------------------------------------------
+# The environment variables a project may take its API key from ("NAME", or "NAME=prefix|prefix" to send
+# that key only to base URLs starting with a prefix); none by default: owners store a key instead. And the
+# base-URL prefixes allowed although their host is private or loopback (a local vLLM or Ollama, e.g.
+# http://127.0.0.1:11434/v1); any other base URL must resolve to public addresses only.
+LLM_KEY_ENVS = envlist("LLM_KEY_ENVS", [])
+LLM_ALLOWED_BASE_URLS = envlist("LLM_ALLOWED_BASE_URLS", [])
+# ---- end of LLM endpoints -----------------------------------------------------------------------------
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import F
@@ -31,6 +32,7 @@ from django.utils import timezone
 
 from annotator.llm.client import LLMConfigError
 from annotator.llm.secrets import SecretUnreadable
+from annotator.llm.urlguard import UnsafeBaseURL, check_base_url
 from annotator.models import Annotation, LLMConfig, LLMRun, LLMTraceResult, Project
 from annotator.services.label_import import LabelImportError
 from annotator.services.llm_labeller import Labeller, Outcome, make_client, store_answer
@@ -63,6 +65,10 @@ def check_run_request(project: Project, *, batch_name: str, limit: int | None, m
         raise LLMRunError(f"No batch {batch_name!r} in this project (its batches: {names}).")
     if limit is not None and limit < 1:
         raise LLMRunError("The limit must be at least 1.")
+    try:
+        check_base_url(config.base_url, settings.LLM_ALLOWED_BASE_URLS)
+    except UnsafeBaseURL as error:
+        raise LLMRunError(f"Fix the base URL on the project's LLM settings page: {error}") from None
     return batch, config, model
 
 
