@@ -7,6 +7,7 @@ var/; without REDIS_URL Celery runs tasks inline (eager), which is what a laptop
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -52,7 +53,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
-    "rest_framework.authtoken",
+    "axes",  # login lockout (see the block "Sign-in limits and API tokens" below)
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
@@ -72,6 +73,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    # Last, as django-axes asks: it turns a locked-out sign-in into its lockout response.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "annotator.urls"
@@ -196,11 +199,30 @@ LLM_KEY_ENVS = envlist("LLM_KEY_ENVS", [])
 LLM_ALLOWED_BASE_URLS = envlist("LLM_ALLOWED_BASE_URLS", [])
 # ---- end of LLM endpoints -----------------------------------------------------------------------------
 
+# ---- Sign-in limits and API tokens (issue 11, hardening) ----------------------------------------------
+# django-axes locks a username out, from the address that failed, after LOGIN_FAILURE_LIMIT wrong passwords
+# (login page, admin and POST /api/token/ alike) for LOGIN_LOCKOUT_MINUTES; a success resets the count.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = envint("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# The address is REMOTE_ADDR (behind a proxy: the proxy's), so a lockout is per username in practice there.
+# API tokens are stored hashed and expire after API_TOKEN_TTL_DAYS (0: never); POST /api/token/ is also
+# throttled per client address (API_TOKEN_RATE, DRF's "N/minute" form).
+API_TOKEN_TTL_DAYS = envint("API_TOKEN_TTL_DAYS", 90)
+API_TOKEN_RATE = envstr("API_TOKEN_RATE", "10/minute")
+# ---- end of sign-in limits and API tokens -------------------------------------------------------------
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "annotator.api.auth.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
+    "DEFAULT_THROTTLE_RATES": {"api-token": API_TOKEN_RATE},
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
@@ -211,6 +233,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Import agent traces, label failures blind, measure agreement, adjudicate, publish.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and the docs page are for signed-in users (session or token), like every page.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     # Several models have a `status`; name their enums so the schema is stable and readable.
     "ENUM_NAME_OVERRIDES": {
         "AssignmentStatusEnum": "annotator.models.projects.Assignment.Status",

@@ -5,11 +5,13 @@ from annotator.models.annotations import Annotation, LabelApplication, LabelHist
 from annotator.models.llm import LLMConfig, LLMRun, LLMTraceResult, PromptTemplate
 from annotator.models.projects import Assignment, Membership, Project, Role
 from annotator.models.reports import AgreementReport, Export
+from annotator.models.tokens import ApiToken
 
 __all__ = [
     "AdjudicationItem",
     "AgreementReport",
     "Annotation",
+    "ApiToken",
     "Assignment",
     "Export",
     "GoldHistory",
