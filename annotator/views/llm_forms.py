@@ -15,7 +15,10 @@ from annotator.models import LLMConfig
 
 class LLMConfigForm(forms.ModelForm):
     base_url = forms.CharField(
-        max_length=500, label="Base URL", help_text="Up to /v1; /chat/completions is added"
+        max_length=500,
+        label="Base URL",
+        help_text="Up to /v1; /chat/completions is added. A private or local address only if the administrator "
+        "allows it (LLM_ALLOWED_BASE_URLS)",
     )
     # Only the variables the administrator lists (LLM_KEY_ENVS): an owner never names an arbitrary one.
     api_key_env = forms.ChoiceField(required=False, label="API key environment variable")
