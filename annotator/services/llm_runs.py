@@ -53,8 +53,11 @@ class LLMRunError(ValueError):
     """Why a run cannot start; shown to the owner as it is."""
 
 
-def check_run_request(project: Project, *, batch_name: str, limit: int | None, model: str | None):
-    """(batch, config, model) for a valid request, else LLMRunError naming what to fix."""
+def check_run_request(
+    project: Project, *, batch_name: str, limit: int | None, model: str | None, check_url: bool = True
+):
+    """(batch, config, model) for a valid request, else LLMRunError naming what to fix. `check_url=False`
+    skips the base-URL rule (annotator.llm.urlguard) for a dry run, which calls nothing."""
     config = get_config(project)
     model = (model or config.model or "").strip()
     if not model:
@@ -66,7 +69,8 @@ def check_run_request(project: Project, *, batch_name: str, limit: int | None, m
     if limit is not None and limit < 1:
         raise LLMRunError("The limit must be at least 1.")
     try:
-        check_base_url(config.base_url, settings.LLM_ALLOWED_BASE_URLS)
+        if check_url:
+            check_base_url(config.base_url, settings.LLM_ALLOWED_BASE_URLS)
     except UnsafeBaseURL as error:
         raise LLMRunError(f"Fix the base URL on the project's LLM settings page: {error}") from None
     return batch, config, model
