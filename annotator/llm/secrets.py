@@ -47,7 +47,7 @@ def decrypt(token: str) -> str:
         return _current().decrypt(token.encode()).decode()
     except InvalidToken:
         raise SecretUnreadable(
-            "The stored API key cannot be decrypted (FIELD_ENCRYPTION_KEY or SECRET_KEY changed?); "
+            "The stored API key cannot be decrypted (FIELD_ENCRYPTION_KEY changed?); "
             "enter the key again on the project's LLM settings page."
         ) from None
 

@@ -205,3 +205,14 @@ def test_run_errors_never_echo_the_response_body(project, traces, llm_config, ch
     do_process_run(run.pk, sleep=clock.sleep, clock=clock)
     errors = " ".join(run.results.values_list("error", flat=True))
     assert "HTTP 422" in errors and "HTTP 200" in errors and "admin console" not in errors
+
+
+def test_a_run_started_on_another_url_never_gets_the_key_stored_for_the_new_one(
+    project, owner, traces, llm_config, chat_server, clock
+):
+    run = do_start_run(project, batch_name="run-1", enqueue=False)  # records the fake server's URL
+    LLMConfig.objects.filter(pk=llm_config.pk).update(base_url="https://api.openai.com/v1")
+    do_store_key(project, "sk-for-openai", actor=owner)
+    chat_server.push(*[answer({"modes": {}}) for _ in traces])
+    do_process_run(run.pk, sleep=clock.sleep, clock=clock)
+    assert chat_server.requests and all("Authorization" not in seen.headers for seen in chat_server.requests)
