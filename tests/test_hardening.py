@@ -99,3 +99,27 @@ def test_the_command_prints_a_token_once_and_can_revoke(owner):
     assert token.digest == token_digest(key) and token.name == "CI" and "expires" in err.getvalue()
     call_command("create_api_token", owner.username, "--revoke-all", stdout=StringIO(), stderr=StringIO())
     assert not ApiToken.objects.filter(digest=token_digest(key)).exists()
+
+
+def test_clear_text_tokens_from_before_become_hashed_and_keep_working(client, owner, settings):
+    """The data migration: rows of DRF's old authtoken table are hashed into ApiTokens, then deleted."""
+    import importlib
+    from types import SimpleNamespace
+
+    from django.apps import apps
+    from django.db import connection
+
+    migration = importlib.import_module("annotator.migrations.0006_hash_existing_tokens")
+    old_key = "0123456789abcdef0123456789abcdef01234567"
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE authtoken_token (key varchar(40) PRIMARY KEY, user_id integer)")
+        cursor.execute("INSERT INTO authtoken_token (key, user_id) VALUES (%s, %s)", [old_key, owner.pk])
+    settings.API_TOKEN_TTL_DAYS = 30
+    # The function only needs the editor's connection (SQLite refuses a schema editor inside a test's atomic).
+    migration.hash_existing_tokens(apps, SimpleNamespace(connection=connection))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT COUNT(*) FROM authtoken_token")
+        assert cursor.fetchone()[0] == 0
+    token = ApiToken.objects.get(user=owner)
+    assert token.digest == token_digest(old_key) and token.expires_at is not None
+    assert client.get("/api/projects/", HTTP_AUTHORIZATION=f"Token {old_key}").status_code == 200
