@@ -160,10 +160,10 @@ class ChatClient:
         self._http = httpx.Client(
             timeout=httpx.Timeout(endpoint.timeout),
             headers=headers,
-            transport=transport,
+            # An explicit transport: httpx then ignores HTTP(S)_PROXY (a proxy would resolve the host itself and
+            # defeat the address check) but still honours SSL_CERT_FILE / SSL_CERT_DIR.
+            transport=transport or httpx.HTTPTransport(),
             follow_redirects=False,
-            # A proxy would resolve the host itself and defeat the address check.
-            trust_env=False,
         )
 
     def __enter__(self) -> ChatClient:
