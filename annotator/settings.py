@@ -208,9 +208,9 @@ AUTHENTICATION_BACKENDS = [
 ]
 AXES_FAILURE_LIMIT = envint("LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=envint("LOGIN_LOCKOUT_MINUTES", 15))
+# The address is REMOTE_ADDR (behind a proxy: the proxy's), so a lockout is per username in practice there.
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-# The address is REMOTE_ADDR (behind a proxy: the proxy's), so a lockout is per username in practice there.
 # API tokens are stored hashed and expire after API_TOKEN_TTL_DAYS (0: never); POST /api/token/ is also
 # throttled per client address (API_TOKEN_RATE, DRF's "N/minute" form).
 API_TOKEN_TTL_DAYS = envint("API_TOKEN_TTL_DAYS", 90)
