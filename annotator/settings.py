@@ -7,6 +7,7 @@ var/; without REDIS_URL Celery runs tasks inline (eager), which is what a laptop
 from __future__ import annotations
 
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -215,6 +216,8 @@ AXES_RESET_ON_SUCCESS = True
 # throttled per client address (API_TOKEN_RATE, DRF's "N/minute" form).
 API_TOKEN_TTL_DAYS = envint("API_TOKEN_TTL_DAYS", 90)
 API_TOKEN_RATE = envstr("API_TOKEN_RATE", "10/minute")
+if not re.fullmatch(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)", API_TOKEN_RATE):
+    raise ImproperlyConfigured(f"API_TOKEN_RATE={API_TOKEN_RATE!r} is not a rate such as 10/minute")
 # ---- end of sign-in limits and API tokens -------------------------------------------------------------
 
 REST_FRAMEWORK = {

@@ -82,3 +82,8 @@ def test_production_needs_its_own_field_encryption_key(tmp_path):
     assert result.returncode != 0 and "FIELD_ENCRYPTION_KEY must be set" in result.stderr
     same = manage(tmp_path, "check", **{**PRODUCTION, "FIELD_ENCRYPTION_KEY": PRODUCTION["SECRET_KEY"]})
     assert same.returncode != 0 and "differ from SECRET_KEY" in same.stderr
+
+
+def test_a_mistyped_token_rate_fails_at_start(tmp_path):
+    result = manage(tmp_path, "check", DEBUG="true", API_TOKEN_RATE="10 per minute")
+    assert result.returncode != 0 and "API_TOKEN_RATE='10 per minute'" in result.stderr
