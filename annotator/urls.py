@@ -2,6 +2,7 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
@@ -33,7 +34,9 @@ urlpatterns = [
     path("taxonomies/", include("taxonomy.urls")),
     path("traces/", include("traces.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # Signed-in users only: the schema answers 401 without a session or token, the docs page redirects to
+    # the login page (SERVE_PERMISSIONS in settings).
+    path("api/docs/", login_required(SpectacularSwaggerView.as_view(url_name="api-schema")), name="api-docs"),
     path("api/", include("annotator.api.urls")),
     path("admin/", admin.site.urls),
 ]

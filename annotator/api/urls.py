@@ -1,10 +1,9 @@
 """REST API routes. Token auth (`POST /api/token/`) or the browser session; same checks as the pages."""
 
 from django.urls import include, path
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
-from annotator.api import exports, imports, projects
+from annotator.api import exports, imports, projects, tokens
 from taxonomy.api import TaxonomyViewSet
 
 router = DefaultRouter()
@@ -13,7 +12,7 @@ router.register("projects", projects.ProjectViewSet, basename="api-project")
 router.register("taxonomies", TaxonomyViewSet, basename="api-taxonomy")
 
 urlpatterns = [
-    path("token/", obtain_auth_token, name="api-token"),
+    path("token/", tokens.IssueToken.as_view(), name="api-token"),
     path("projects/<slug:slug>/imports/", imports.start_import, name="api-import-start"),
     path("projects/<slug:slug>/imports/<int:job_id>/", imports.import_status, name="api-import-status"),
     path("projects/<slug:slug>/exports/", exports.start_export, name="api-export-start"),

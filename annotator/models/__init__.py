@@ -6,11 +6,13 @@ from annotator.models.llm import LLMConfig, LLMRun, LLMTraceResult, PromptTempla
 from annotator.models.projects import Assignment, Membership, Project, Role
 from annotator.models.reports import AgreementReport, Export
 from annotator.models.rounds import CalibrationRound
+from annotator.models.tokens import ApiToken
 
 __all__ = [
     "AdjudicationItem",
     "AgreementReport",
     "Annotation",
+    "ApiToken",
     "Assignment",
     "CalibrationRound",
     "Export",

@@ -24,6 +24,7 @@ from annotator.services.llm_settings import (
     LLMSettingsError,
     current_prompt,
     do_forget_key,
+    do_save_config,
     do_save_prompt,
     do_store_key,
     get_config,
@@ -123,10 +124,11 @@ def save_config(request: HttpRequest, slug: str) -> HttpResponse:
     if not form.is_valid():
         error = "Some settings need fixing (see below)."
         return _respond(request, project, "_llm_config.html", _config_context(project, form), error=error)
-    config = form.save(commit=False)
-    config.updated_by = request.user
-    config.save()
-    return _respond(request, project, "_llm_config.html", _config_context(project), note="Settings saved.")
+    forgot = do_save_config(form.save(commit=False), actor=request.user)
+    note = "Settings saved." + (
+        " The base URL changed, so the stored API key was removed: store the key again." if forgot else ""
+    )
+    return _respond(request, project, "_llm_config.html", _config_context(project), note=note)
 
 
 @require_POST

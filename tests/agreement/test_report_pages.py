@@ -6,12 +6,11 @@ import csv
 import io
 
 import pytest
-from rest_framework.authtoken.models import Token
 
 from annotator.models import AgreementReport
 from annotator.services import reports
 from annotator.services.reports import do_request_report, schedule_report_refresh
-from tests.factories import UserFactory, add_member
+from tests.factories import UserFactory, add_member, api_token
 from tests.labels import project_trace, submit
 
 
@@ -132,7 +131,7 @@ def test_an_unchanged_input_is_not_recomputed_and_a_change_is_noticed(client, la
 
 
 def test_the_api(client, labelled, adjudicator):
-    auth = {"HTTP_AUTHORIZATION": f"Token {Token.objects.create(user=adjudicator).key}"}
+    auth = {"HTTP_AUTHORIZATION": f"Token {api_token(adjudicator)}"}
     url = f"/api/projects/{labelled.slug}/agreement/"
     assert client.get(url, **auth).status_code == 404
     created = client.post(

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotator', '0003_llm_rater'),
+        ('annotator', '0006_hash_existing_tokens'),
         ('traces', '0002_step_search_trigram'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
