@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from annotator.views import adjudication, agreement, rounds
+from annotator.views import adjudication, agreement, discussions, rounds
 
 urlpatterns = [
     path("agreement/", agreement.agreement, name="agreement"),
@@ -13,6 +13,9 @@ urlpatterns = [
     path("rounds/", rounds.rounds_page, name="rounds"),
     path("rounds/open/", rounds.open_round, name="rounds-open"),
     path("rounds/<int:round_id>/close/", rounds.close_round, name="rounds-close"),
+    path("rounds/<int:round_id>/discussion/", discussions.round_discussion, name="round-discussion"),
+    path("t/<int:trace_id>/discussion/", discussions.trace_discussion, name="trace-discussion"),
+    path("threads/<int:thread_id>/decide/", discussions.decide, name="thread-decide"),
     path("adjudication/", adjudication.queue, name="adjudication"),
     path("adjudication/next/", adjudication.claim_next, name="adjudication-next"),
     path("adjudication/history/", adjudication.history, name="adjudication-history"),

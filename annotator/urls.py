@@ -6,11 +6,12 @@ from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from annotator.views import exports, home, imports, projects, system
+from annotator.views import discussions, exports, home, imports, projects, system
 
 urlpatterns = [
     path("", home.home, name="home"),
     path("healthz", system.healthz, name="healthz"),
+    path("mentions/", discussions.mentions, name="mentions"),
     path("p/<slug:slug>/", projects.project_detail, name="project-detail"),
     path("p/<slug:slug>/import/", imports.import_page, name="project-import"),
     path("p/<slug:slug>/import/<int:job_id>/", imports.import_job, name="project-import-job"),

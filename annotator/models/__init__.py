@@ -2,6 +2,7 @@
 
 from annotator.models.adjudication import AdjudicationItem, GoldHistory, GoldLabel
 from annotator.models.annotations import Annotation, LabelApplication, LabelHistory
+from annotator.models.discussions import Comment, Mention, Thread
 from annotator.models.llm import LLMConfig, LLMRun, LLMTraceResult, PromptTemplate
 from annotator.models.projects import Assignment, Membership, Project, Role
 from annotator.models.reports import AgreementReport, Export
@@ -15,6 +16,7 @@ __all__ = [
     "ApiToken",
     "Assignment",
     "CalibrationRound",
+    "Comment",
     "Export",
     "GoldHistory",
     "GoldLabel",
@@ -24,7 +26,9 @@ __all__ = [
     "LabelApplication",
     "LabelHistory",
     "Membership",
+    "Mention",
     "Project",
     "PromptTemplate",
     "Role",
+    "Thread",
 ]

@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from annotator.models import AgreementReport, Assignment, CalibrationRound, Membership, Project, Role
 from annotator.models.reports import JobStatus
+from annotator.services.discussions import open_round_threads
 from annotator.services.reports import do_request_report
 from traces.models import Trace
 
@@ -166,8 +167,9 @@ def _give_slots(project: Project, round_: CalibrationRound, trace_ids: Iterable[
 
 
 def do_close_round(round_: CalibrationRound, *, actor=None) -> CalibrationRound:
-    """Close an open round and request its agreement report (Celery; inline without a worker). Unfinished
-    slots stay open, but the report counts what was submitted when it was computed."""
+    """Close an open round, request its agreement report (Celery; inline without a worker) and open a
+    discussion for every (trace, mode) its annotators disagree on. Unfinished slots stay open, but the
+    report counts what was submitted when it was computed."""
     with transaction.atomic():
         locked = CalibrationRound.objects.select_for_update().get(pk=round_.pk)
         if not locked.is_open:
@@ -176,6 +178,7 @@ def do_close_round(round_: CalibrationRound, *, actor=None) -> CalibrationRound:
         CalibrationRound.objects.filter(pk=locked.pk).update(
             status=CalibrationRound.Status.CLOSED, closed_at=timezone.now(), report=report
         )
+        open_round_threads(locked)
     round_.refresh_from_db()
     return round_
 
