@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from annotator.views import adjudication, agreement, discussions, rounds
+from annotator.views import adjudication, agreement, discussions, proposals, rounds
 
 urlpatterns = [
     path("agreement/", agreement.agreement, name="agreement"),
@@ -16,6 +16,9 @@ urlpatterns = [
     path("rounds/<int:round_id>/discussion/", discussions.round_discussion, name="round-discussion"),
     path("t/<int:trace_id>/discussion/", discussions.trace_discussion, name="trace-discussion"),
     path("threads/<int:thread_id>/decide/", discussions.decide, name="thread-decide"),
+    path("t/<int:trace_id>/proposals/", proposals.trace_proposals, name="trace-proposals"),
+    path("proposals/", proposals.proposals_page, name="proposals"),
+    path("proposals/settle/", proposals.settle, name="proposals-settle"),
     path("adjudication/", adjudication.queue, name="adjudication"),
     path("adjudication/next/", adjudication.claim_next, name="adjudication-next"),
     path("adjudication/history/", adjudication.history, name="adjudication-history"),

@@ -5,6 +5,7 @@ from annotator.models.annotations import Annotation, LabelApplication, LabelHist
 from annotator.models.discussions import Comment, Mention, Thread
 from annotator.models.llm import LLMConfig, LLMRun, LLMTraceResult, PromptTemplate
 from annotator.models.projects import Assignment, Membership, Project, Role
+from annotator.models.proposals import ModeProposal
 from annotator.models.reports import AgreementReport, Export
 from annotator.models.rounds import CalibrationRound
 from annotator.models.tokens import ApiToken
@@ -27,6 +28,7 @@ __all__ = [
     "LabelHistory",
     "Membership",
     "Mention",
+    "ModeProposal",
     "Project",
     "PromptTemplate",
     "Role",
