@@ -97,7 +97,7 @@ class AnnotationSerializer(serializers.ModelSerializer):
         ]
 
     def get_editable(self, annotation: Annotation) -> bool:
-        return not is_locked(annotation.assignment.project_id, annotation.assignment.trace_id)
+        return not is_locked(annotation.assignment)
 
 
 class ReviewAnnotationSerializer(AnnotationSerializer):
@@ -147,7 +147,7 @@ def _empty(assignment: Assignment) -> dict[str, Any]:
         "submitted_at": None,
         "updated_at": None,
         "labels": [],
-        "editable": not is_locked(assignment.project_id, assignment.trace_id),
+        "editable": not is_locked(assignment),
     }
 
 
@@ -268,7 +268,7 @@ class TraceAnnotationList(generics.ListAPIView):
 
     def get_queryset(self):
         project, trace = access_trace(
-            self.request.user, self.kwargs["slug"], self.kwargs["trace_id"], roles=REVIEW_ROLES
+            self.request.user, self.kwargs["slug"], self.kwargs["trace_id"], roles=REVIEW_ROLES, labels=True
         )
         return (
             Annotation.objects.filter(assignment__project=project, assignment__trace=trace)

@@ -133,7 +133,7 @@ class LLMAgreement(APIView):
         },
     )
     def get(self, request: Request, slug: str) -> Response:
-        project = access_project(request.user, slug, roles=MANAGE_ROLES)
+        project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
         return Response({"raters": llm_agreement(project)})
 
 

@@ -212,7 +212,7 @@ def run_action(request: HttpRequest, slug: str, run_id: int, action: str) -> Htt
 
 @require_GET
 def agreement(request: HttpRequest, slug: str) -> HttpResponse:
-    project = _owner(request, slug)
+    project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
     context = {"project": project, "raters": llm_agreement(project)}
     if request.htmx:
         return render(request, "annotator/partials/_llm_agreement.html", context)
