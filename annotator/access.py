@@ -6,12 +6,13 @@ default role: a user with no membership never gets one (outsiders get 404, the s
 page, partial, API view, export and task asks it, through `access_project`, `access_trace`,
 `access_assignment` or the querysets it hands out.
 
-Blind beats every other role. In a blind project (the default) a trace is *blind* for a user while they hold
-an annotator assignment of it that they have not submitted (to do, draft or skipped). On a blind trace the
-user sees no other rater's labels, notes, LLM labels or the answer key that came with the data, whatever
-other role they hold there (owner, adjudicator, viewer). Pages that show labels project-wide (agreement
-report, exports, failure signatures, LLM runs and agreement) are refused while the user has any blind trace
-in the project: they would show the labels of those traces too. See README, "Who sees what".
+Blind beats every other role. In a blind project (the default) a trace is *blind* for a user while they
+are an annotator of the project and hold an assignment of it that they have not submitted (to do, draft or
+skipped). On a blind trace the user sees no other rater's labels, notes, LLM labels or the answer key that
+came with the data, whatever other role they hold there (owner, adjudicator, viewer): its review page and
+its annotations are 403, its adjudication item is left out of every list (404). Pages that show labels of
+many traces at once (agreement report, exports, failure signatures, LLM agreement) are refused while the
+user is blind on any trace of the project. See README, "Who sees what".
 """
 
 from __future__ import annotations
@@ -112,8 +113,10 @@ class ProjectAccess:
     # The blind rule ------------------------------------------------------------------------------------
 
     def blind_assignments(self) -> QuerySet[Assignment]:
-        """My assignments in this project that keep me blind: not submitted (to do, draft or skipped)."""
-        if not self.project.blind:
+        """My assignments in this project that keep me blind: not submitted (to do, draft or skipped).
+        Only while I hold the annotator role: someone removed from it can no longer label, so seeing the
+        labels can no longer bias them."""
+        if not self.project.blind or Role.ANNOTATOR not in self.roles:
             return Assignment.objects.none()
         return Assignment.objects.filter(project=self.project, annotator=self.user).exclude(
             status=Assignment.Status.SUBMITTED
