@@ -16,7 +16,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotator.access import LABEL_ROLES, REVIEW_ROLES, access_assignment, access_project, access_trace
+from annotator.access import (
+    LABEL_ROLES,
+    REVIEW_ROLES,
+    ProjectAccess,
+    access_assignment,
+    access_project,
+    access_trace,
+)
 from annotator.models import Annotation, Assignment, LabelApplication
 from annotator.services.annotations import (
     AnnotationInvalid,
@@ -240,8 +247,7 @@ class MyAssignmentList(generics.ListAPIView):
     serializer_class = AssignmentSerializer
 
     def get_queryset(self):
-        project = access_project(self.request.user, self.kwargs["slug"])
-        mine = Assignment.objects.filter(project=project, annotator=self.request.user)
+        mine = ProjectAccess.load(self.request.user, self.kwargs["slug"]).assignments()
         wanted = self.request.query_params.get("status")
         if wanted in Assignment.Status.values:
             mine = mine.filter(status=wanted)
@@ -271,7 +277,8 @@ class TraceAnnotationList(generics.ListAPIView):
             self.request.user, self.kwargs["slug"], self.kwargs["trace_id"], roles=REVIEW_ROLES, labels=True
         )
         return (
-            Annotation.objects.filter(assignment__project=project, assignment__trace=trace)
+            project.access.annotations()
+            .filter(assignment__trace=trace)
             .select_related("assignment__annotator")
             .prefetch_related("labels__mode")
             .order_by("assignment__annotator__username")
