@@ -17,7 +17,7 @@ user is blind on any trace of the project. See README, "Who sees what".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -69,6 +69,7 @@ class ProjectAccess:
     user: Any
     project: Project
     roles: frozenset[str]
+    _blind_on: dict[int, bool] = field(default_factory=dict, repr=False)
 
     @classmethod
     def load(cls, user, slug: str) -> ProjectAccess:
@@ -132,7 +133,9 @@ class ProjectAccess:
 
     def is_blind_on(self, trace: Trace | int) -> bool:
         trace_id = trace if isinstance(trace, int) else trace.pk
-        return self.blind_assignments().filter(trace_id=trace_id).exists()
+        if trace_id not in self._blind_on:
+            self._blind_on[trace_id] = self.blind_assignments().filter(trace_id=trace_id).exists()
+        return self._blind_on[trace_id]
 
     def may_see_labels(self, trace: Trace | int) -> bool:
         """May this user see other raters' labels, notes, LLM labels and the answer key of `trace`?
@@ -246,19 +249,9 @@ def access_project(
     return access.project
 
 
-def can_see_all_labels(roles: frozenset[str]) -> bool:
-    """Owners and adjudicators see everyone's labels (trace by trace, the blind rule still applies)."""
-    return bool(roles & REVIEW_ROLES)
-
-
 def access_assignment(user, slug: str, assignment_id: int) -> Assignment:
     """The user's own assignment in the project (see ProjectAccess.assignment)."""
     return ProjectAccess.load(user, slug).assignment(assignment_id)
-
-
-def visible_traces(project: Project, user) -> QuerySet[Trace]:
-    """Traces of the project this member may open (see ProjectAccess.traces)."""
-    return ProjectAccess.of(user, project).traces()
 
 
 def access_trace(

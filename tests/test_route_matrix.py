@@ -18,8 +18,8 @@ rolled back, so a POST by one persona changes nothing for the next. Requests are
 (GET, or POST without a body for POST-only views): the table is about who gets in, not about forms.
 
 The blind marks: B's note and label notes on T1 and T2, an LLM rater's note on T1 and T1's answer key
-(the verdict that came with the data). A, a plain annotator, never receives any of them; OA never receives
-those of T1 (blind beats every role), while the owner does (so the check is not vacuous).
+(the verdict that came with the data). A, a plain annotator, and the viewer never receive any of them; OA
+never receives those of T1 (blind beats every role), while the owner does (so the check is not vacuous).
 """
 
 from __future__ import annotations
@@ -333,8 +333,8 @@ def test_every_route_answers_every_persona_as_the_table_says(world, caplog):
                 mismatches.append(
                     f"{method} {url} as {persona}: {observed[persona]}, table says {expected[persona]}"
                 )
-            if persona == "A" and re.search(f"{MARK_T1}|{MARK_T2}", body):
-                leaks.append(f"{method} {url} showed annotator A another rater's labels or the answer key")
+            if persona in ("A", "view") and re.search(f"{MARK_T1}|{MARK_T2}", body):
+                leaks.append(f"{method} {url} showed {persona} another rater's labels or the answer key")
             if persona == "OA" and MARK_T1 in body:
                 leaks.append(f"{method} {url} showed an owner still annotating T1 the labels of T1")
             owner_saw_t1 |= persona == "own" and MARK_T1 in body
