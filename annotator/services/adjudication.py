@@ -293,7 +293,7 @@ def do_claim(item: AdjudicationItem, user, *, base_version: int) -> Adjudication
 
 
 def do_release(item: AdjudicationItem, user) -> None:
-    """Give a claim back: it expires now, but the trace stays locked for annotators (claimed_by kept)."""
+    """Give a claim back: it expires now (claimed_by is kept: adjudication of the trace has started)."""
     AdjudicationItem.objects.filter(pk=item.pk, claimed_by=user, status=Status.OPEN).update(
         claimed_until=timezone.now(), version=F("version") + 1
     )

@@ -293,7 +293,7 @@ def claim(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
 def release(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     project = access_project(request.user, slug, roles=REVIEW_ROLES)
     do_release(_item(project, item_id), request.user)
-    messages.info(request, "Released. The trace stays locked for annotators until it is decided.")
+    messages.info(request, "Released: another adjudicator can take it now.")
     return redirect("adjudication", slug)
 
 
