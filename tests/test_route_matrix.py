@@ -17,9 +17,10 @@ Cells: an HTTP status, or `login` for a redirect to the login page. Each request
 rolled back, so a POST by one persona changes nothing for the next. Requests are the plainest possible
 (GET, or POST without a body for POST-only views): the table is about who gets in, not about forms.
 
-The blind marks: B's note and label notes on T1 and T2, an LLM rater's note on T1 and T1's answer key
-(the verdict that came with the data). A, a plain annotator, and the viewer never receive any of them; OA
-never receives those of T1 (blind beats every role), while the owner does (so the check is not vacuous).
+The blind marks: B's note and label notes on T1 and T2, an LLM rater's note and a failed LLM answer on T1,
+and T1's answer key (the verdict that came with the data). A, a plain annotator, and the viewer never
+receive any of them; OA never receives those of T1 (blind beats every role), while the owner does (so the
+check is not vacuous).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from django.db import transaction
 from django.test import Client
 from django.urls import URLResolver, get_resolver, reverse
 
-from annotator.models import AdjudicationItem, Assignment, Export, LLMRun
+from annotator.models import AdjudicationItem, Assignment, Export, LLMRun, LLMTraceResult
 from annotator.services.adjudication import do_check_trace
 from annotator.services.annotations import do_save_draft
 from annotator.services.assignment import do_assign
@@ -244,6 +245,10 @@ def world(project, owner, annotator_a, annotator_b, adjudicator, outsider):
         model="fake-model",
         created_by=owner,
         status="succeeded",
+    )
+    # A failed LLM answer shows its raw output (the model's labels) on the run's page.
+    LLMTraceResult.objects.create(
+        run=run, trace=t1, status="failed", raw_output=f"{MARK_T1}-llm-raw", error="unparseable"
     )
     membership = project.memberships.get(user=annotator_b, role="annotator")
     kwargs = {
