@@ -241,3 +241,32 @@ def test_the_locked_badge_is_the_same_whether_the_other_annotator_agreed_or_not(
         for slot in mine
     ]
     assert editable == [False, False]
+
+
+def test_the_policy_hands_out_querysets_without_the_blind_traces(
+    project, world, owner, annotator_a, viewer_user
+):
+    _, done_trace = world  # the owner is still annotating the other trace
+    reviewer = ProjectAccess.of(owner, project)
+    traces_with_labels = set(reviewer.annotations().values_list("assignment__trace_id", flat=True).distinct())
+    assert traces_with_labels == {done_trace.pk}
+    assert set(reviewer.labels().values_list("annotation__assignment__trace_id", flat=True)) == {
+        done_trace.pk
+    }
+    assert set(reviewer.adjudication_items().values_list("trace_id", flat=True)) == {done_trace.pk}
+    assert set(reviewer.label_traces().values_list("pk", flat=True)) == {done_trace.pk}
+    assert list(reviewer.batches()) == list(project.batches.all())
+    # A plain annotator reads their own annotations only; a viewer reads none.
+    annotator = ProjectAccess.of(annotator_a, project)
+    assert set(annotator.annotations().values_list("assignment__annotator", flat=True)) == {annotator_a.pk}
+    assert not annotator.adjudication_items().exists() and not annotator.gold().exists()
+    assert not ProjectAccess.of(viewer_user, project).annotations().exists()
+
+
+@pytest.fixture
+def viewer_user(project):
+    from tests.factories import UserFactory
+
+    user = UserFactory(username="vera-viewer")
+    add_member(project, user, "viewer")
+    return user
