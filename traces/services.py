@@ -19,6 +19,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from traces import importers
+from traces.answer_key import answer_key_of, public_metadata
 from traces.importers import detect_format
 from traces.importers.native import dump_native
 from traces.importers.records import STEP_KINDS, AnnotationRecord, TraceFormatError, TraceRecord
@@ -331,7 +332,8 @@ def _flush(chunk: list[tuple[TraceRecord, str]], batch: Batch, file_result: File
                 benchmark=record.benchmark[:120],
                 outcome=record.outcome,
                 score=record.score,
-                metadata=record.metadata,
+                metadata=public_metadata(record.metadata),
+                answer_key=answer_key_of(record.metadata),
                 raw=record.raw,
                 source_format=file_result.format,
                 step_count=len(record.steps),

@@ -191,18 +191,20 @@ class StepPage:
         return json.dumps(self.hits)
 
 
-def trace_header(trace: Trace) -> dict[str, Any]:
-    """Context for `_header.html`: what the run was, how it ended, and its metadata as readable text."""
-    metadata = []
-    for key, value in (trace.metadata or {}).items():
+def trace_header(trace: Trace, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Context for `_header.html`: what the run was, how it ended, and its metadata as readable text.
+    `metadata`: what the caller's access policy lets this reader see (default: the trace's own metadata,
+    which never holds the answer key)."""
+    items = []
+    for key, value in (trace.metadata if metadata is None else metadata).items():
         text = (
             value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=str)
         )
-        metadata.append((str(key), text[:5_000]))
+        items.append((str(key), text[:5_000]))
     return {
         "trace": trace,
         "outcome_class": {"failure": "bad", "success": "good"}.get(trace.outcome, ""),
-        "metadata_items": metadata,
+        "metadata_items": items,
         "task_long": len(trace.task) > 400 or trace.task.count("\n") > 6,
     }
 

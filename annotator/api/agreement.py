@@ -110,7 +110,7 @@ def report_json(report: AgreementReport) -> dict[str, Any]:
 )
 @api_view(["GET", "POST"])
 def agreement(request, slug: str):
-    project = access_project(request.user, slug, roles=REPORT_ROLES)
+    project = access_project(request.user, slug, roles=REPORT_ROLES, shows_labels=True)
     params = request.query_params
     if request.method == "POST" and isinstance(request.data, dict) and request.data:
         params = request.data

@@ -16,7 +16,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotator.access import LABEL_ROLES, REVIEW_ROLES, access_assignment, access_project, access_trace
+from annotator.access import (
+    LABEL_ROLES,
+    REVIEW_ROLES,
+    ProjectAccess,
+    access_assignment,
+    access_project,
+    access_trace,
+)
 from annotator.models import Annotation, Assignment, LabelApplication
 from annotator.services.annotations import (
     AnnotationInvalid,
@@ -97,7 +104,7 @@ class AnnotationSerializer(serializers.ModelSerializer):
         ]
 
     def get_editable(self, annotation: Annotation) -> bool:
-        return not is_locked(annotation.assignment.project_id, annotation.assignment.trace_id)
+        return not is_locked(annotation.assignment)
 
 
 class ReviewAnnotationSerializer(AnnotationSerializer):
@@ -147,7 +154,7 @@ def _empty(assignment: Assignment) -> dict[str, Any]:
         "submitted_at": None,
         "updated_at": None,
         "labels": [],
-        "editable": not is_locked(assignment.project_id, assignment.trace_id),
+        "editable": not is_locked(assignment),
     }
 
 
@@ -240,8 +247,7 @@ class MyAssignmentList(generics.ListAPIView):
     serializer_class = AssignmentSerializer
 
     def get_queryset(self):
-        project = access_project(self.request.user, self.kwargs["slug"])
-        mine = Assignment.objects.filter(project=project, annotator=self.request.user)
+        mine = ProjectAccess.load(self.request.user, self.kwargs["slug"]).assignments()
         wanted = self.request.query_params.get("status")
         if wanted in Assignment.Status.values:
             mine = mine.filter(status=wanted)
@@ -268,10 +274,11 @@ class TraceAnnotationList(generics.ListAPIView):
 
     def get_queryset(self):
         project, trace = access_trace(
-            self.request.user, self.kwargs["slug"], self.kwargs["trace_id"], roles=REVIEW_ROLES
+            self.request.user, self.kwargs["slug"], self.kwargs["trace_id"], roles=REVIEW_ROLES, labels=True
         )
         return (
-            Annotation.objects.filter(assignment__project=project, assignment__trace=trace)
+            project.access.annotations()
+            .filter(assignment__trace=trace)
             .select_related("assignment__annotator")
             .prefetch_related("labels__mode")
             .order_by("assignment__annotator__username")

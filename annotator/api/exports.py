@@ -76,7 +76,7 @@ ExportRequest = inline_serializer(
 @sensitive_post_parameters("hf_token")
 @api_view(["POST"])
 def start_export(request, slug: str):
-    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
     data = request.data
     token = str(data.get("hf_token") or "")
     values = {key: data.get(key) for key in ExportRequest.fields if key != "hf_token"}
@@ -96,7 +96,7 @@ def start_export(request, slug: str):
 )
 @api_view(["GET"])
 def export_detail(request, slug: str, export_id: int):
-    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
     return Response(_payload(request, project, get_object_or_404(exports_for(project), pk=export_id)))
 
 

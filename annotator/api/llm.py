@@ -89,7 +89,9 @@ class LLMRunList(APIView):
         except LLMRunError as error:
             return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
         run.refresh_from_db()
-        return Response(run_progress(run), status=status.HTTP_202_ACCEPTED)
+        return Response(
+            run_progress(run, hide=project.access.blind_trace_ids()), status=status.HTTP_202_ACCEPTED
+        )
 
 
 class LLMRunDetail(APIView):
@@ -101,7 +103,7 @@ class LLMRunDetail(APIView):
         run = get_object_or_404(
             LLMRun.objects.select_related("batch", "prompt", "rater"), project=project, pk=run_id
         )
-        return Response(run_progress(run))
+        return Response(run_progress(run, hide=project.access.blind_trace_ids()))
 
 
 class LLMRunResume(APIView):
@@ -120,7 +122,9 @@ class LLMRunResume(APIView):
                 {"detail": f"Run {run.pk} is {run.status_label}"}, status=status.HTTP_409_CONFLICT
             )
         run.refresh_from_db()
-        return Response(run_progress(run), status=status.HTTP_202_ACCEPTED)
+        return Response(
+            run_progress(run, hide=project.access.blind_trace_ids()), status=status.HTTP_202_ACCEPTED
+        )
 
 
 class LLMAgreement(APIView):
@@ -133,7 +137,7 @@ class LLMAgreement(APIView):
         },
     )
     def get(self, request: Request, slug: str) -> Response:
-        project = access_project(request.user, slug, roles=MANAGE_ROLES)
+        project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
         return Response({"raters": llm_agreement(project)})
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from annotator.llm.client import LLMConfigError
@@ -318,9 +318,13 @@ def _process(run: LLMRun, budget_seconds, on_progress, lock_seconds: int, client
     _finish(run, LLMRun.Status.SUCCEEDED)
 
 
-def run_progress(run: LLMRun, *, failures: int = 20) -> dict:
-    """The run as JSON for the API and the status partial (no key: the endpoint snapshot never holds one)."""
+def run_progress(run: LLMRun, *, failures: int = 20, hide: QuerySet | None = None) -> dict:
+    """The run as JSON for the API and the status partial (no key: the endpoint snapshot never holds one).
+    `hide`: trace ids whose failures are left out (a failure shows the model's raw output, i.e. its labels;
+    annotator.access passes the traces the reader is still annotating)."""
     failed = run.results.filter(status=LLMTraceResult.Status.FAILED).select_related("trace").order_by("id")
+    if hide is not None:
+        failed = failed.exclude(trace_id__in=hide)
     return {
         "id": run.pk,
         "status": run.status,

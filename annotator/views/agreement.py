@@ -90,7 +90,7 @@ def report_context(
 def agreement(request: HttpRequest, slug: str) -> HttpResponse:
     """The report for the filters in the query string. With no report yet for these filters one is
     requested (computed inline when Celery is eager; queued otherwise, and the partial polls)."""
-    project = access_project(request.user, slug, roles=REPORT_ROLES)
+    project = access_project(request.user, slug, roles=REPORT_ROLES, shows_labels=True)
     filters, errors = _filters(project, request.GET)
     report = None
     if not errors:
@@ -124,7 +124,7 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def refresh(request: HttpRequest, slug: str) -> HttpResponse:
     """Recompute for the posted filters (nothing is recomputed when the data did not change)."""
-    project = access_project(request.user, slug, roles=REPORT_ROLES)
+    project = access_project(request.user, slug, roles=REPORT_ROLES, shows_labels=True)
     filters, errors = _filters(project, request.POST)
     if errors:
         messages.error(request, "; ".join(errors))
@@ -141,7 +141,7 @@ def refresh(request: HttpRequest, slug: str) -> HttpResponse:
 
 def report_status(request: HttpRequest, slug: str, report_id: int) -> HttpResponse:
     """The `#agreement-report` partial for one report: what the page polls while it computes."""
-    project = access_project(request.user, slug, roles=REPORT_ROLES)
+    project = access_project(request.user, slug, roles=REPORT_ROLES, shows_labels=True)
     report = get_object_or_404(AgreementReport, project=project, pk=report_id)
     return render(
         request, "annotator/partials/_agreement_report.html", report_context(project, report, report.filters)
@@ -149,7 +149,7 @@ def report_status(request: HttpRequest, slug: str, report_id: int) -> HttpRespon
 
 
 def _finished(request: HttpRequest, slug: str, report_id: int) -> AgreementReport:
-    project = access_project(request.user, slug, roles=REPORT_ROLES)
+    project = access_project(request.user, slug, roles=REPORT_ROLES, shows_labels=True)
     return get_object_or_404(AgreementReport, project=project, pk=report_id, status=JobStatus.SUCCEEDED)
 
 
