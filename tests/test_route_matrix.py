@@ -33,13 +33,23 @@ from django.db import transaction
 from django.test import Client
 from django.urls import URLResolver, get_resolver, reverse
 
-from annotator.models import AdjudicationItem, Assignment, Export, LLMRun, LLMTraceResult
+from annotator.models import (
+    AdjudicationItem,
+    Assignment,
+    Comment,
+    Export,
+    LLMRun,
+    LLMTraceResult,
+    ModeProposal,
+    Thread,
+)
 from annotator.services.adjudication import do_check_trace
 from annotator.services.annotations import do_save_draft
 from annotator.services.assignment import do_assign
 from annotator.services.llm_settings import current_prompt, llm_rater
 from annotator.services.payload import AnnotationPayload
 from annotator.services.reports import do_request_report
+from annotator.services.rounds import TraceChoice, do_close_round, do_open_round
 from tests.factories import BatchFactory, ProjectFactory, UserFactory, add_member, trace_with_steps
 from tests.labels import submit
 from traces.models import ImportJob
@@ -106,8 +116,8 @@ adjudication-steps            GET   login 404   403   403   200   403   200   20
 adjudication-claim            POST  login 404   403   403   302   403   302   302   404   404
 adjudication-release          POST  login 404   403   403   302   403   302   302   404   404
 adjudication-reopen           POST  login 404   403   403   302   403   302   302   404   404
-api-schema                    GET   200   200   200   200   200   200   200   200   200   200
-api-docs                      GET   200   200   200   200   200   200   200   200   200   200
+api-schema                    GET   401   200   200   200   200   200   200   200   200   200
+api-docs                      GET   login 200   200   200   200   200   200   200   200   200
 api-token                     POST  400   400   400   400   400   400   400   400   400   400
 api-import-start              POST  401   404   403   403   403   403   400   400   404   404
 api-import-status             GET   401   404   403   403   403   403   200   200   404   404
@@ -143,6 +153,18 @@ api-taxonomy-list             GET   401   200   200   200   200   200   200   20
 api-taxonomy-list.fmt         GET   401   200   200   200   200   200   200   200   200   200
 api-taxonomy-detail           GET   401   200   200   200   200   200   200   200   200   200
 api-taxonomy-detail.fmt       GET   401   200   200   200   200   200   200   200   200   200
+api-rounds                    GET   401   404   403   403   200   200   200   403   404   404
+api-rounds-close              POST  401   404   403   403   403   403   400   400   404   404
+mentions                      GET   login 200   200   200   200   200   200   200   200   200
+proposals                     GET   login 404   200   200   200   403   200   200   404   404
+proposals-settle              POST  login 404   403   403   403   403   302   302   404   404
+round-discussion              GET   login 404   200   200   200   403   200   200   404   404
+rounds                        GET   login 404   403   403   200   200   200   403   404   404
+rounds-close                  POST  login 404   403   403   403   403   302   302   404   404
+rounds-open                   POST  login 404   403   403   403   403   400   400   404   404
+thread-decide                 POST  login 404   403   403   302   403   302   403   404   404
+trace-discussion              GET   login 404   403   200   200   403   200   403   404   404
+trace-proposals               GET   login 404   200   200   200   403   200   200   404   404
 api-root                      GET   401   200   200   200   200   200   200   200   200   200
 api-root.fmt                  GET   401   200   200   200   200   200   200   200   200   200
 """
@@ -250,6 +272,17 @@ def world(project, owner, annotator_a, annotator_b, adjudicator, outsider):
     LLMTraceResult.objects.create(
         run=run, trace=t1, status="failed", raw_output=f"{MARK_T1}-llm-raw", error="unparseable"
     )
+    # A closed calibration round on T2 (its disagreements open threads), and B's comment and proposal on T1.
+    round_ = do_open_round(
+        project,
+        name="Round 1",
+        annotators=[annotator_a.username, annotator_b.username],
+        choice=TraceChoice(ids=(t2.pk,)),
+    )
+    do_close_round(round_)
+    thread = Thread.objects.create(project=project, trace=t1)
+    Comment.objects.create(thread=thread, author=annotator_b, body=f"{MARK_T1}-comment")
+    ModeProposal.objects.create(project=project, trace=t1, author=annotator_b, text=f"{MARK_T1}-proposal")
     membership = project.memberships.get(user=annotator_b, role="annotator")
     kwargs = {
         "slug": project.slug,
@@ -262,6 +295,8 @@ def world(project, owner, annotator_a, annotator_b, adjudicator, outsider):
         "export_id": export.pk,
         "run_id": run.pk,
         "membership_id": membership.pk,
+        "round_id": round_.pk,
+        "thread_id": thread.pk,
         "figure": "prevalence",
         "format": "json",
     }

@@ -89,7 +89,7 @@ ROUND_ERRORS = OpenApiResponse(RoundErrorSerializer, description="What is wrong 
 @api_view(["GET", "POST"])
 def rounds(request, slug: str):
     if request.method == "GET":
-        project = access_project(request.user, slug, roles=REPORT_ROLES)
+        project = access_project(request.user, slug, roles=REPORT_ROLES, shows_labels=True)
         items = list(project.rounds.select_related("report").prefetch_related("annotators"))
         body = RoundSerializer(items, many=True, context={"progress": round_progress(items)}).data
         return Response(body)

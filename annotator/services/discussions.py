@@ -17,7 +17,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from annotator.access import REVIEW_ROLES
+from annotator.access import ProjectAccess
 from annotator.models import (
     Annotation,
     CalibrationRound,
@@ -40,9 +40,12 @@ class DiscussionError(ValueError):
 
 
 def may_discuss(project: Project, user, trace: Trace) -> bool:
-    """True when `user` may read and write the discussion of `trace` in `project` (the blind rule above)."""
-    roles = getattr(project, "user_roles", frozenset())
-    if roles & REVIEW_ROLES:
+    """True when `user` may read and write the discussion of `trace` in `project` (the blind rule above):
+    never while they are blind on the trace, whatever other role they hold."""
+    access = ProjectAccess.of(user, project)
+    if access.is_blind_on(trace):
+        return False
+    if access.is_reviewer:
         return True
     if Annotation.objects.filter(
         assignment__project=project,
@@ -134,8 +137,10 @@ def do_decide(thread: Thread, user, *, decision: str, text: str) -> Thread:
     """Close a discussion with its decision (owners and adjudicators). A clarified guideline is appended to
     the project's guidelines under the mode's code, so every annotator reads it from then on."""
     project = thread.project
-    if not getattr(project, "user_roles", frozenset()) & REVIEW_ROLES:
+    access = ProjectAccess.of(user, project)
+    if not access.is_reviewer:
         raise PermissionDenied("Only owners and adjudicators decide a discussion")
+    access.require_labels(thread.trace_id)
     text = (text or "").strip()
     if decision not in Thread.Decision.values:
         raise DiscussionError(
@@ -232,12 +237,17 @@ def mentions_for(user) -> QuerySet[Mention]:
     )
 
 
-def visible_round_threads(round_: CalibrationRound, user, roles: frozenset[str]) -> QuerySet[Thread]:
-    threads = round_.threads.select_related("trace", "mode", "decided_by").prefetch_related(
-        "comments__author"
+def visible_round_threads(round_: CalibrationRound, user, project: Project) -> list[Thread]:
+    """The round's threads this user may read: reviewers, and the round's annotators once it is closed,
+    each only on traces they are not blind on."""
+    access = ProjectAccess.of(user, project)
+    participant = (
+        round_.status == CalibrationRound.Status.CLOSED and round_.annotators.filter(pk=user.pk).exists()
     )
-    if roles & REVIEW_ROLES:
-        return threads
-    if round_.status == CalibrationRound.Status.CLOSED and round_.annotators.filter(pk=user.pk).exists():
-        return threads
-    return threads.none()
+    if not (access.is_reviewer or participant):
+        return []
+    return list(
+        round_.threads.exclude(trace__in=access.blind_trace_ids())
+        .select_related("trace", "mode", "decided_by")
+        .prefetch_related("comments__author")
+    )

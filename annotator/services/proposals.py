@@ -4,9 +4,9 @@ codebook changes. Blind like labels: an annotator sees only their own proposals.
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
-from annotator.access import MANAGE_ROLES, REVIEW_ROLES
+from annotator.access import MANAGE_ROLES, REVIEW_ROLES, ProjectAccess
 from annotator.codebook.grouping import Group, Proposal, group_proposals
 from annotator.models import Assignment, LabelApplication, ModeProposal, Project
 from traces.models import Trace
@@ -74,18 +74,17 @@ def _steps(steps, trace: Trace, errors: list[str]) -> list[int]:
 
 def visible_proposals(project: Project, user) -> QuerySet[ModeProposal]:
     proposals = ModeProposal.objects.filter(project=project).select_related("author", "trace")
-    if getattr(project, "user_roles", frozenset()) & REVIEW_ROLES:
-        return proposals
+    access = ProjectAccess.of(user, project)
+    if access.is_reviewer:
+        # Another annotator's proposal tells what they saw in a trace: not while I am blind on it.
+        return proposals.filter(~Q(trace__in=access.blind_trace_ids()) | Q(author=user))
     return proposals.filter(author=user)
 
 
-def grouped_open_proposals(project: Project) -> list[tuple[Group, list[ModeProposal]]]:
-    """Open proposals grouped by the words they use, each group with its proposals."""
-    rows = list(
-        ModeProposal.objects.filter(project=project, status=ModeProposal.Status.OPEN).select_related(
-            "author", "trace"
-        )
-    )
+def grouped_open_proposals(project: Project, user) -> list[tuple[Group, list[ModeProposal]]]:
+    """The open proposals this reviewer may read, grouped by the words they use, each group with its
+    proposals."""
+    rows = list(visible_proposals(project, user).filter(status=ModeProposal.Status.OPEN))
     by_id = {p.pk: p for p in rows}
     groups = group_proposals(
         [

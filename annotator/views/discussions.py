@@ -58,13 +58,9 @@ def round_discussion(request: HttpRequest, slug: str, round_id: int) -> HttpResp
     the decision. Owners and adjudicators always; the round's annotators once it is closed."""
     project = access_project(request.user, slug, roles=ANY_ROLE)
     round_ = get_object_or_404(CalibrationRound, project=project, pk=round_id)
-    threads = list(visible_round_threads(round_, request.user, project.user_roles))
-    if (
-        not threads
-        and not project.user_roles & REVIEW_ROLES
-        and not round_.annotators.filter(pk=request.user.pk).exists()
-    ):
+    if not project.user_roles & REVIEW_ROLES and not round_.annotators.filter(pk=request.user.pk).exists():
         raise PermissionDenied("This round's discussion is for its annotators, owners and adjudicators")
+    threads = visible_round_threads(round_, request.user, project)
     context = {
         "project": project,
         "round": round_,

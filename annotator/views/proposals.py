@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from annotator.access import ANY_ROLE, MANAGE_ROLES, REVIEW_ROLES, access_project, access_trace
+from annotator.access import LABEL_ROLES, MANAGE_ROLES, REVIEW_ROLES, access_project, access_trace
 from annotator.services.proposals import (
     ProposalError,
     do_propose,
@@ -20,7 +20,7 @@ from annotator.services.proposals import (
 
 def trace_proposals(request: HttpRequest, slug: str, trace_id: int) -> HttpResponse:
     """GET: the form and my proposals on this trace. POST: record one; a refusal comes back in the form (400)."""
-    project, trace = access_trace(request.user, slug, trace_id)
+    project, trace = access_trace(request.user, slug, trace_id, roles=LABEL_ROLES | REVIEW_ROLES)
     error, status, saved = "", 200, False
     if request.method == "POST":
         try:
@@ -47,13 +47,13 @@ def trace_proposals(request: HttpRequest, slug: str, trace_id: int) -> HttpRespo
 
 
 def proposals_page(request: HttpRequest, slug: str) -> HttpResponse:
-    project = access_project(request.user, slug, roles=ANY_ROLE)
+    project = access_project(request.user, slug, roles=LABEL_ROLES | REVIEW_ROLES)
     reviewer = bool(project.user_roles & REVIEW_ROLES)
     context = {
         "project": project,
         "reviewer": reviewer,
         "can_settle": bool(project.user_roles & MANAGE_ROLES),
-        "groups": grouped_open_proposals(project) if reviewer else [],
+        "groups": grouped_open_proposals(project, request.user) if reviewer else [],
         "settled": visible_proposals(project, request.user).exclude(status="open") if reviewer else [],
         "mine": [] if reviewer else visible_proposals(project, request.user),
     }

@@ -23,7 +23,7 @@ from annotator.services.rounds import (
 
 
 def rounds_page(request: HttpRequest, slug: str) -> HttpResponse:
-    project = access_project(request.user, slug, roles=REPORT_ROLES)
+    project = access_project(request.user, slug, roles=REPORT_ROLES, shows_labels=True)
     return _render(request, project, form={}, errors=[])
 
 

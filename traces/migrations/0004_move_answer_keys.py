@@ -49,6 +49,6 @@ def backwards(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("traces", "0002_trace_answer_key")]
+    dependencies = [("traces", "0003_trace_answer_key")]
 
     operations = [migrations.RunPython(forwards, backwards)]
