@@ -131,7 +131,8 @@ class Cooccurrence:
     """Figure 4a: ``both[i][j]`` traces carry modes i and j (the diagonal: traces with mode i).
 
     ``lift`` is ``P(i and j) / (P(i) P(j))`` (1 = independent, above 1 = they come together) and ``jaccard``
-    ``|i and j| / |i or j|``; both are ``None`` on pairs where either mode never occurs.
+    ``|i and j| / |i or j|``. Lift is ``None`` on pairs where either mode never occurs; Jaccard is 0 when
+    only one of the two occurs and ``None`` only when neither does.
     """
 
     keys: tuple[str, ...]

@@ -160,3 +160,36 @@ def test_nan_filter_matches_python_json_on_random_documents(seed: int):
         f = NanFilter(Slow())
         out = b"".join(iter(lambda f=f: f.read(4096), b""))
         assert json.loads(out) == _nan_to_none(doc)
+
+
+def _tool_answers(records) -> list:
+    return [
+        s
+        for r in records
+        for s in r.steps
+        if s.kind == "tool_result" or (s.kind == "error" and s.role == "tool")
+    ]
+
+
+def test_a_tool_result_is_spoken_by_the_tool_agent_in_every_format(tmp_path: Path, datasets_dir: Path):
+    """One convention (records.TOOL_AGENT): the agent of a tool's answer is "tool"; its name is tool_name."""
+    from traces.importers.records import TOOL_AGENT
+
+    files = list(_synthetic(tmp_path).values())
+    files += [
+        p for patterns in REAL.values() for pattern in patterns for p in sorted(datasets_dir.glob(pattern))
+    ]
+    formats_with_answers = set()
+    for path in files:
+        answers = _tool_answers(iter_records(path))
+        if answers:
+            formats_with_answers.add(detect_format(path))
+        assert {s.agent for s in answers} <= {TOOL_AGENT}, path
+    assert {
+        "native",
+        "openai_chat",
+        "codex",
+        "tau2_bench",
+        "openhands",
+        "mast_labelled",
+    } <= formats_with_answers

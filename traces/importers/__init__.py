@@ -36,6 +36,7 @@ from ._json import HEAD_SIZE
 from .records import (
     OUTCOMES,
     STEP_KINDS,
+    TOOL_AGENT,
     AnnotationRecord,
     LabelRecord,
     StepRecord,
@@ -146,6 +147,7 @@ __all__ = [
     "OUTCOMES",
     "SOURCE_FORMATS",
     "STEP_KINDS",
+    "TOOL_AGENT",
     "AnnotationRecord",
     "LabelRecord",
     "StepRecord",
