@@ -89,9 +89,11 @@ def test_forcing_and_unknown_format_name(tmp_path: Path, datasets_dir: Path):
         TraceFormatError, match=r"unknown format 'csv'; choose one of inspect_ai, codex, otel, native"
     ):
         list(iter_records(tmp_path / "x", "csv"))
-    # Forcing a wrong format gives a field error from that parser, not a crash.
+    # Forcing a wrong format says what was expected and what the file is, not a crash nor 0 traces.
     tau = need(datasets_dir / "tau_bench/gpt-4o-airline.subset27.json")
-    with pytest.raises(TraceFormatError, match="record 1"):
+    with pytest.raises(
+        TraceFormatError, match=r"wrong format: expected mast_labelled .* found .* openai_chat"
+    ):
         list(iter_records(tau, "mast_labelled"))
 
 
