@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotator.models import Annotation, Assignment, LabelApplication, LabelHistory, Membership, Project, Role
+from annotator.services.attribution import attribution_conflicts
 from taxonomy.models import FailureMode
 from taxonomy.schema import resolve_mode
 from taxonomy.services import version_to_spec
@@ -34,6 +35,8 @@ class LabelImportResult:
     labels: int = 0
     users_created: list[str] = field(default_factory=list)
     ignored_modes: Counter = field(default_factory=Counter)
+    # Records whose attributed agent is not the agent of the attributed step (annotator.services.attribution).
+    attribution_conflicts: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {
@@ -42,6 +45,7 @@ class LabelImportResult:
             "labels": self.labels,
             "users_created": self.users_created,
             "ignored_modes": dict(self.ignored_modes),
+            "attribution_conflicts": self.attribution_conflicts,
         }
 
 
@@ -87,6 +91,7 @@ def do_import_annotations(
         if user is None:
             user = users[item.record.annotator] = _imported_user(project, item.record.annotator, result)
         labels = _resolve_labels(item, resolve, ignore_unknown_modes, result)
+        result.attribution_conflicts += attribution_conflicts(item.trace, item.record.labels, item.where)
         _store(project, item, user, labels, result, actor)
         touched.add(item.trace.pk)
     if result.created:
@@ -220,6 +225,7 @@ def _store(
             primary=label.primary,
             evidence=[{"step": step} for step in label.steps],
             note=label.note,
+            attribution=label.attribution or {},
         )
         for mode, label in labels
     )

@@ -176,6 +176,10 @@ class EvidencePositions:
     ``deciles[d]`` counts evidence points with ``floor(10 * step / step_count) == d``; ``by_mode[j]`` is the
     same per mode; ``agents`` counts them by the agent of the step, most frequent first. Points whose step
     is outside the trace are left out and counted in ``n_invalid``.
+
+    ``attributed_agents`` counts the same points by the agent their label's imported attribution names
+    (Who&When's ``mistake_agent``), beside the step's own agent: the two differ when the source says so.
+    ``n_attributed`` is how many points carry an attribution (the others are not in that figure).
     """
 
     n_points: int
@@ -183,6 +187,8 @@ class EvidencePositions:
     deciles: tuple[int, ...]
     by_mode: tuple[tuple[int, ...], ...]
     agents: tuple[AgentCount, ...]
+    attributed_agents: tuple[AgentCount, ...] = ()
+    n_attributed: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,10 @@ class LabelRecord:
     steps: list[int] = field(default_factory=list)  # 0-based step indices pinned as evidence
     primary: bool = False
     note: str = ""
+    # A failure attribution as the source gave it (Who&When): {"agent": who was held responsible, "step":
+    # the decisive step's index or None, "reason": why}. Kept as data, not folded into the note, so the
+    # analysis can count by the attributed agent and a contradiction with the step's own agent is visible.
+    attribution: dict | None = None
 
 
 @dataclass(slots=True)

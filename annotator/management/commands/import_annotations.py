@@ -3,6 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.management.paths import TRACE_SUFFIXES, expand_paths
+from annotator.management.reporting import report_attribution_conflicts
 from annotator.models import Project
 from annotator.services.annotation_files import LABEL_FORMATS, read_label_file
 from annotator.services.label_import import LabelImportError, do_import_annotations
@@ -70,3 +71,4 @@ class Command(BaseCommand):
             )
         for mode, count in result.ignored_modes.most_common():
             self.stdout.write(f"  ignored {count} labels of unknown mode {mode!r}")
+        report_attribution_conflicts(self, result.attribution_conflicts)

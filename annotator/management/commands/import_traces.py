@@ -5,6 +5,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.management.paths import TRACE_SUFFIXES, expand_paths
+from annotator.management.reporting import report_attribution_conflicts
 from annotator.models import Project
 from annotator.services.imports import do_import_traces
 from traces import importers
@@ -110,6 +111,7 @@ class Command(BaseCommand):
             )
             for mode, count in labels.ignored_modes.most_common():
                 self.stdout.write(f"  ignored {count} labels of unknown mode {mode!r}")
+            report_attribution_conflicts(self, labels.attribution_conflicts)
 
 
 def _expand(paths: list[str], fmt: str | None):
