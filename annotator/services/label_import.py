@@ -92,7 +92,11 @@ def do_import_annotations(
             user = users[item.record.annotator] = _imported_user(project, item.record.annotator, result)
         labels = _resolve_labels(item, resolve, ignore_unknown_modes, result)
         result.attribution_conflicts += attribution_conflicts(item.trace, item.record.labels, item.where)
-        _store(project, item, user, labels, result, actor)
+        # Provenance for the dataset card (annotator.services.provenance): the labels left out here.
+        ignored = [
+            label.mode.splitlines()[0][:80] for label in item.record.labels if resolve(label.mode) is None
+        ]
+        _store(project, item, user, labels, result, actor, provenance={"ignored_labels": ignored})
         touched.add(item.trace.pk)
     if result.created:
         # Imported annotations count for the adjudication queue and the agreement report, like submits.
@@ -193,6 +197,7 @@ def _store(
     actor,
     *,
     action: str = "imported",
+    provenance: dict | None = None,
 ) -> Annotation:
     """Also the LLM rater's way to store its labels (annotator.services.llm_runs, action "llm")."""
     record = item.record
@@ -233,7 +238,11 @@ def _store(
         status=Assignment.Status.SUBMITTED, reserved_until=None
     )
     LabelHistory.objects.create(
-        annotation=annotation, actor=actor, action=action, before=None, after=snapshot
+        annotation=annotation,
+        actor=actor,
+        action=action,
+        before=None,
+        after={**snapshot, **(provenance or {})},
     )
     result.created += 1
     result.labels += len(labels)
