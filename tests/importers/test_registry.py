@@ -195,3 +195,17 @@ def test_a_tool_result_is_spoken_by_the_tool_agent_in_every_format(tmp_path: Pat
         "openhands",
         "mast_labelled",
     } <= formats_with_answers
+
+
+def test_a_tool_result_names_the_tool_of_its_call_in_every_format(tmp_path: Path, datasets_dir: Path):
+    files = list(_synthetic(tmp_path).values())
+    files += [
+        p for patterns in REAL.values() for pattern in patterns for p in sorted(datasets_dir.glob(pattern))
+    ]
+    for path in files:
+        for record in iter_records(path):
+            for step in record.steps:
+                if step.kind == "tool_result" and step.parent is not None:
+                    call = record.steps[step.parent]
+                    if call.kind == "tool_call" and call.tool_name:
+                        assert step.tool_name == call.tool_name, (path, record.external_id, step)

@@ -92,6 +92,8 @@ def parse(stream: BinaryIO, filename: str) -> Iterator[TraceRecord]:
                 )
         elif kind == "response_item":
             step = _item(payload, ctx, ts, calls, len(steps))
+            if step is not None and step.role == "tool" and step.parent is not None:
+                step.tool_name = step.tool_name or steps[step.parent].tool_name  # outputs name no tool
             if step is not None:
                 if (
                     not task
