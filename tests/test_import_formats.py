@@ -114,3 +114,14 @@ def test_the_upload_page_reports_a_wrong_format_per_file(
     assert "expected tau2_bench" in errors["22.json"] and "who_and_when" in errors["22.json"]
     assert errors["empty.jsonl"].endswith("the file is empty")
     assert all("/" not in e.split(":")[0] for e in errors.values())  # the display name, never a server path
+
+
+def test_import_annotations_fails_loudly_too(project, tmp_path):
+    path = native_file(tmp_path)
+    with pytest.raises(CommandError, match=r"wrong format: expected who_and_when .* found .*native") as error:
+        call_command("import_annotations", str(path), "--project", project.slug, "--format", "who_and_when")
+    assert error.value.returncode == 2
+    empty = tmp_path / "labels.jsonl"
+    empty.write_text("")
+    with pytest.raises(CommandError, match=r"labels\.jsonl: the file is empty"):
+        call_command("import_annotations", str(empty), "--project", project.slug)

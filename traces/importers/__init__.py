@@ -88,7 +88,8 @@ def _sniffed(head: bytes, filename: str) -> str | None:
 
 
 def _is_empty(head: bytes) -> bool:
-    return not head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    """Nothing but blanks (or a BOM) in a head shorter than HEAD_SIZE: the whole file is blank."""
+    return len(head) < HEAD_SIZE and not head.lstrip(b"\xef\xbb\xbf \t\r\n")
 
 
 def detect_head(head: bytes, filename: str) -> str:
