@@ -161,3 +161,36 @@ def test_the_signatures_page_and_api_offer_the_attributed_agent(client, decisive
     body = client.get(f"/api/projects/{decisive.slug}/signatures/?source=union").json()
     positions = body["figures"]["positions"]
     assert [a["agent"] for a in positions["attributed_agents"]] == ["FileSurfer"]
+
+
+def test_an_attribution_in_the_labels_jsonl_is_stored_and_checked(decisive, tmp_path):
+    path = write(
+        tmp_path / "Hand-Crafted", "22.json", {**CONTRADICTORY, "mistake_agent": "", "mistake_step": ""}
+    )
+    import_traces(str(path), "--batch", "ww", "--project", decisive.slug)
+    labels = tmp_path / "labels.jsonl"
+    attribution = {"agent": "FileSurfer", "step": 4, "reason": "a team's own reading"}
+    labels.write_text(
+        json.dumps(
+            {
+                "trace": "Hand-Crafted/22",
+                "annotator": "team",
+                "labels": [{"mode": "DE-1", "steps": [4], "attribution": attribution}],
+            }
+        )
+        + "\n"
+    )
+    out = StringIO()
+    call_command("import_annotations", str(labels), "--project", decisive.slug, stdout=out)
+    assert (
+        "labels.jsonl, line 1: the attribution names 'FileSurfer', but step 4 was spoken by 'WebSurfer'"
+        in out.getvalue()
+    )
+    stored = LabelApplication.objects.get(annotation__assignment__annotator__username="team")
+    assert stored.attribution == attribution
+    labels.write_text(
+        json.dumps({"trace": "x", "annotator": "t", "labels": [{"mode": "DE-1", "attribution": {"who": 1}}]})
+        + "\n"
+    )
+    with pytest.raises(Exception, match=r"line 1, field 'labels\[0\]\.attribution'"):
+        call_command("import_annotations", str(labels), "--project", decisive.slug, stdout=StringIO())
