@@ -70,7 +70,7 @@ def test_the_import_stores_the_attribution_and_reports_the_contradiction(decisiv
     write(folder, "22.json", CONTRADICTORY)
     write(folder, "23.json", CONSISTENT)
     output = import_traces(str(folder), "--batch", "ww", "--project", decisive.slug)
-    assert "1 attributions name another agent" in output
+    assert "1 attribution names another agent than the one who spoke the attributed step" in output
     assert (
         "trace 'Hand-Crafted/22': the attribution names 'FileSurfer', but step 4 was spoken by 'WebSurfer'"
         in output
@@ -194,3 +194,23 @@ def test_an_attribution_in_the_labels_jsonl_is_stored_and_checked(decisive, tmp_
     )
     with pytest.raises(Exception, match=r"line 1, field 'labels\[0\]\.attribution'"):
         call_command("import_annotations", str(labels), "--project", decisive.slug, stdout=StringIO())
+
+
+def test_the_upload_page_lists_the_contradiction(client, decisive, owner, django_capture_on_commit_callbacks):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.factories import add_member
+    from traces.models import ImportJob
+
+    add_member(decisive, owner, "owner")
+    client.force_login(owner)
+    upload = SimpleUploadedFile("22.json", json.dumps(CONTRADICTORY).encode())
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/p/{decisive.slug}/import/", {"batch": "b", "files": [upload]}, HTTP_HX_REQUEST="true")
+    job = ImportJob.objects.get()
+    assert job.status == "succeeded"
+    page = client.get(f"/p/{decisive.slug}/import/{job.pk}/", HTTP_HX_REQUEST="true").content.decode()
+    assert "1 attribution names another agent" in page
+    assert (
+        "the attribution names &#x27;FileSurfer&#x27;, but step 4 was spoken by &#x27;WebSurfer&#x27;" in page
+    )
