@@ -55,7 +55,7 @@ def test_who_and_when_attribution_becomes_an_annotation_pinned_on_the_mistake_st
         trace = label.annotation.assignment.trace
         assert label.mode.code == "DE-1"
         assert label.evidence_steps == [int(trace.metadata["mistake_step"])]
-        assert label.annotation.assignment.annotator.username == "who_and_when"
+        assert label.annotation.assignment.annotator.username == "who_and_when/who_and_when"
 
 
 def test_mast_human_labels_import_with_old_mode_names_mapped(mast):
@@ -65,9 +65,9 @@ def test_mast_human_labels_import_with_old_mode_names_mapped(mast):
     assert Trace.objects.count() == 19 and Step.objects.count() == 1389
     assert Annotation.objects.count() == 57
     assert set(Annotation.objects.values_list("assignment__annotator__username", flat=True)) == {
-        "annotator_1",
-        "annotator_2",
-        "annotator_3",
+        "MAD_human_labelled_dataset/annotator_1",
+        "MAD_human_labelled_dataset/annotator_2",
+        "MAD_human_labelled_dataset/annotator_3",
     }
     codes = set(LabelApplication.objects.values_list("mode__code", flat=True))
     assert codes <= {mode.code for mode in mast.modes.all()} and len(codes) >= 10

@@ -4,6 +4,7 @@ from annotator.models.adjudication import AdjudicationItem, GoldHistory, GoldLab
 from annotator.models.annotations import Annotation, LabelApplication, LabelHistory
 from annotator.models.llm import LLMConfig, LLMRun, LLMTraceResult, PromptTemplate
 from annotator.models.projects import Assignment, Membership, Project, Role
+from annotator.models.raters import Rater, RaterKind
 from annotator.models.reports import AgreementReport, Export
 
 __all__ = [
@@ -22,5 +23,7 @@ __all__ = [
     "Membership",
     "Project",
     "PromptTemplate",
+    "Rater",
+    "RaterKind",
     "Role",
 ]

@@ -15,7 +15,7 @@ class AnnotationQuerySet(models.QuerySet):
         return self.filter(human_q("assignment__annotator"))
 
     def llm(self) -> AnnotationQuerySet:
-        """Annotations by language-model raters (users named ``llm:<model>``, see annotator.raters)."""
+        """Annotations by language-model raters (``Rater.kind`` llm, see annotator.raters)."""
         return self.filter(llm_q("assignment__annotator"))
 
 
@@ -36,6 +36,10 @@ class Annotation(models.Model):
     # Optimistic concurrency: a save carries the version it was based on; a stale one is refused.
     version = models.PositiveIntegerField(default=1)
     submitted_at = models.DateTimeField(null=True, blank=True)
+    # Labels made elsewhere keep what the import knew and could not turn into labels: {"source": "MAD...",
+    # "missing_modes": ["FM-3.2"] (no vote given: missing, never "not chosen"), "unknown_labels": [{"mode":
+    # "...", "steps": [...]}] (modes the taxonomy lacks)}. Empty for labels made in this app.
+    provenance = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

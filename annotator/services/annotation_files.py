@@ -8,6 +8,7 @@ from pathlib import Path
 
 from annotator.label_formats import parse_annotations_jsonl
 from annotator.models import Project
+from annotator.raters import rater_source
 from annotator.services.label_import import IncomingAnnotation, LabelImportError
 from traces import importers
 from traces.importers.records import TraceFormatError
@@ -37,7 +38,8 @@ def detect_label_format(path: Path) -> str:
 def read_label_file(project: Project, path: Path, fmt: str | None = None) -> Iterator[IncomingAnnotation]:
     """Yield the file's annotations matched to the project's traces; unmatched traces are an error."""
     fmt = fmt or detect_label_format(path)
-    traces = Trace.objects.filter(batch__projects=project).only("id", "external_id", "step_count")
+    source = rater_source(path.name)  # the file namespaces its raters
+    traces = Trace.objects.in_project(project).only("id", "external_id", "step_count")
     if fmt == "jsonl":
         by_external: dict[str, list[Trace]] = {}
         for trace in traces:
@@ -50,13 +52,15 @@ def read_label_file(project: Project, path: Path, fmt: str | None = None) -> Ite
                     raise LabelImportError(f"{where}: no trace {line.trace!r} in project {project.slug}")
                 if len(found) > 1:
                     raise LabelImportError(f"{where}: trace id {line.trace!r} is ambiguous in {project.slug}")
-                yield IncomingAnnotation(found[0], line.annotation, confidence=line.confidence, where=where)
+                yield IncomingAnnotation(
+                    found[0], line.annotation, confidence=line.confidence, where=where, source=source
+                )
         return
     with path.open("rb") as stream:
         for record in importers.FORMATS[fmt].parse(stream, path.name):
             if not record.annotations:
                 continue
-            trace = traces.filter(content_hash=content_hash(record, fmt)).first()
+            trace = traces.filter(content_hash=content_hash(record)).first()
             where = f"{path.name}, record {record.record_no}"
             if trace is None:
                 raise LabelImportError(
@@ -64,4 +68,4 @@ def read_label_file(project: Project, path: Path, fmt: str | None = None) -> Ite
                     f"first (import_traces {path.name} --batch NAME --project {project.slug} also imports labels)"
                 )
             for annotation in record.annotations:
-                yield IncomingAnnotation(trace, annotation, where=where)
+                yield IncomingAnnotation(trace, annotation, where=where, source=source)

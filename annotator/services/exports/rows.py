@@ -17,8 +17,8 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from annotator.models import AdjudicationItem, Annotation, GoldLabel, LabelApplication, Project
-from annotator.raters import LLM_PREFIX
+from annotator.models import AdjudicationItem, Annotation, GoldLabel, LabelApplication, Project, RaterKind
+from annotator.raters import kinds_of
 from annotator.services.exports.dataset import ModeColumn
 from annotator.services.exports.options import ExportOptions
 from traces.models import Step, Trace
@@ -60,19 +60,28 @@ class Pseudonyms:
     """Stable public names: ``annotator-N`` / ``adjudicator-N`` by sorted user id, or the usernames."""
 
     def __init__(
-        self, annotators: Iterable[tuple[int, str]], adjudicators: Iterable[tuple[int, str]], real: bool
+        self,
+        annotators: Iterable[tuple[int, str]],
+        adjudicators: Iterable[tuple[int, str]],
+        real: bool,
+        kinds: dict[int, str] | None = None,
     ):
         self.real = real
+        people_by_role = (("annotator", list(annotators)), ("adjudicator", list(adjudicators)))
+        # Rater kind per user id (annotator.raters decides); an LLM rater keeps its model name.
+        self.kinds = kinds if kinds is not None else kinds_of({u for _, p in people_by_role for u, _ in p})
         self._names: dict[tuple[str, int], str] = {}
-        for role, people in (("annotator", annotators), ("adjudicator", adjudicators)):
-            humans = sorted({uid: name for uid, name in people if not name.startswith(LLM_PREFIX)}.items())
+        for role, people in people_by_role:
+            humans = sorted(
+                {uid: name for uid, name in people if self.kinds.get(uid) != RaterKind.LLM}.items()
+            )
             for n, (uid, username) in enumerate(humans, start=1):
                 self._names[(role, uid)] = username if real else f"{role}-{n}"
 
     def name(self, role: str, user_id: int | None, username: str | None) -> str | None:
         if user_id is None:
             return None
-        if (username or "").startswith(LLM_PREFIX):
+        if self.kinds.get(user_id) == RaterKind.LLM:
             return username
         return self._names.get((role, user_id), username if self.real else None)
 
@@ -198,7 +207,7 @@ def annotation_rows(
                 "trace_uid": a["assignment__trace__content_hash"],
                 "trace_id": a["assignment__trace__external_id"],
                 "annotator": names.name("annotator", a["assignment__annotator_id"], username),
-                "annotator_kind": "llm" if username.startswith(LLM_PREFIX) else "human",
+                "annotator_kind": names.kinds.get(a["assignment__annotator_id"], RaterKind.HUMAN),
                 "no_failure": a["no_failure"],
                 "ambiguous": a["ambiguous"],
                 "confidence": a["confidence"],
