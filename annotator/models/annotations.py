@@ -7,9 +7,18 @@ from django.db import models
 from django.db.models import Q
 
 from annotator.raters import human_q, llm_q
+from traces.models import in_project_q
 
 
 class AnnotationQuerySet(models.QuerySet):
+    def in_project(self, project) -> AnnotationQuerySet:
+        """Annotations of the project on the project's traces (Trace.objects.in_project): what every report,
+        export and queue reads, so they all count the same traces."""
+        return self.filter(in_project_q(project, "assignment__trace"), assignment__project=project)
+
+    def submitted_in(self, project) -> AnnotationQuerySet:
+        return self.in_project(project).filter(status=Annotation.Status.SUBMITTED)
+
     def human(self) -> AnnotationQuerySet:
         """Annotations by people (imported human labellers included): what overlap and adjudication count."""
         return self.filter(human_q("assignment__annotator"))

@@ -105,12 +105,15 @@ def do_check_traces(project_id: int, trace_ids: Iterable[int]) -> int:
 
 def _check_chunk(project: Project, trace_ids: list[int], modes: dict[str, ModeFacts]) -> int:
     eligible = eligible_annotator_ids(project)
-    submitted = Annotation.objects.filter(
-        assignment__project=project,
-        assignment__trace_id__in=trace_ids,
-        assignment__annotator_id__in=eligible,
-        status=Annotation.Status.SUBMITTED,
-    ).annotate(trace_id=F("assignment__trace_id"))
+    submitted = (
+        Annotation.objects.in_project(project)
+        .filter(
+            assignment__trace_id__in=trace_ids,
+            assignment__annotator_id__in=eligible,
+            status=Annotation.Status.SUBMITTED,
+        )
+        .annotate(trace_id=F("assignment__trace_id"))
+    )
     by_trace: dict[int, list[Compared]] = {}
     trace_of = dict(submitted.values_list("id", "trace_id"))
     for compared in load_compared(submitted):

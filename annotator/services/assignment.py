@@ -54,9 +54,7 @@ def do_assign(project: Project) -> int:
     with transaction.atomic():
         Project.objects.select_for_update().filter(pk=project.pk).values_list("pk").first()
         now = timezone.now()
-        trace_ids = list(
-            Trace.objects.filter(batch__projects=project).order_by("id").values_list("id", flat=True)
-        )
+        trace_ids = list(Trace.objects.in_project(project).order_by("id").values_list("id", flat=True))
         # LLM raters' slots are not human overlap: they neither fill a trace's `overlap` nor ever move.
         rows = list(
             Assignment.objects.filter(project=project)

@@ -35,7 +35,7 @@ def _tables(project: Project) -> tuple[list[str], list[tuple[str, str]], np.ndar
         .values_list("code", "name")
     )
     mode_index = {code: j for j, (code, _) in enumerate(modes)}
-    submitted = Annotation.objects.filter(assignment__project=project, status=Annotation.Status.SUBMITTED)
+    submitted = Annotation.objects.submitted_in(project)
     rows = list(submitted.values_list("id", "assignment__trace_id", "assignment__annotator__username"))
     labels = list(
         LabelApplication.objects.filter(annotation__in=submitted).values_list("annotation_id", "mode__code")

@@ -30,6 +30,7 @@ from annotator.agreement.report import EvidenceRows, ModeInfo, ReportInput
 from annotator.models import Annotation, LabelApplication, Membership, Project, RaterKind, Role
 from annotator.raters import kinds_of
 from taxonomy.models import FailureMode
+from traces.models import in_project_q
 
 FILTER_KEYS = ("batch", "annotators", "since", "until")
 
@@ -89,6 +90,7 @@ def filter_q(project: Project, filters: Mapping[str, Any], prefix: str = "") -> 
     """Submitted annotations of the project matching `filters`; `prefix` reaches Annotation from another
     model (e.g. "annotation__" from LabelApplication), so every query joins instead of nesting."""
     q = Q(**{f"{prefix}status": Annotation.Status.SUBMITTED, f"{prefix}assignment__project": project})
+    q &= in_project_q(project, f"{prefix}assignment__trace")  # the project's traces: one definition
     if filters.get("batch"):
         q &= Q(**{f"{prefix}assignment__trace__batch__name": filters["batch"]})
     if filters.get("annotators"):

@@ -28,7 +28,7 @@ def trace_list(request: HttpRequest, slug: str) -> HttpResponse:
     project = access_project(request.user, slug, roles=REVIEW_ROLES)
     mine = Q(assignments__project=project) & human_q("assignments__annotator")
     traces = (
-        Trace.objects.filter(batch__projects=project)
+        Trace.objects.in_project(project)
         .only("id", "external_id", "outcome", "model", "system", "step_count", "batch__name")
         .select_related("batch")
         .annotate(

@@ -47,10 +47,9 @@ _STEP_FIELDS = ("trace_id", *(name for name in Step.DATA_FIELDS if name != "dept
 def selected_traces(project: Project, options: ExportOptions) -> QuerySet[Trace]:
     """The traces an export covers: the chosen batches of the project (all by default); with gold_only,
     only those whose gold labels are settled (agreed or adjudicated)."""
-    batches = project.batches.all()
+    traces = Trace.objects.in_project(project)
     if options.batches:
-        batches = batches.filter(name__in=options.batches)
-    traces = Trace.objects.filter(batch__in=batches)
+        traces = traces.filter(batch__name__in=options.batches)
     if options.gold_only:
         traces = traces.filter(adjudications__project=project, adjudications__status__in=GOLD_STATUSES)
     return traces.distinct()
@@ -282,10 +281,8 @@ def gold_rows(
 
 
 def _annotations(project: Project, traces: QuerySet[Trace]) -> QuerySet[Annotation]:
-    return Annotation.objects.filter(
-        assignment__project=project,
-        status=Annotation.Status.SUBMITTED,
-        assignment__trace__in=traces.order_by().values("id"),
+    return Annotation.objects.submitted_in(project).filter(
+        assignment__trace__in=traces.order_by().values("id")
     )
 
 
