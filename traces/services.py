@@ -111,7 +111,12 @@ def content_hash(record: TraceRecord) -> str:
         "benchmark": record.benchmark[:120],
         "outcome": record.outcome,
         "score": record.score,
-        "steps": [list(row[1:]) for row in _step_rows(0, record)],
+        # The stored columns, with the arguments as an object (sorted by the dump below): PostgreSQL's jsonb
+        # keeps its own key order, so the order of keys in a file is not part of the identity.
+        "steps": [
+            [*row[1:9], step.tool_args, *row[10:]]
+            for row, step in zip(_step_rows(0, record), record.steps, strict=True)
+        ],
     }
     canonical = json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
