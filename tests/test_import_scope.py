@@ -278,3 +278,16 @@ def test_export_traces_then_import_traces_adds_no_trace(db, tmp_path):
     call_command("export_traces", "--batch", "chat", "--out", str(out), stdout=StringIO(), stderr=StringIO())
     output = run("import_traces", str(out), "--batch", "chat-again")
     assert Trace.objects.count() == 3 and "3 duplicates skipped" in output  # before: 3 more traces
+
+
+# --- Provenance of raters (issue 12) ---
+
+
+def test_the_dataset_card_says_which_labels_were_imported(project, tmp_path):
+    path = write_labelled(tmp_path / "labels.jsonl", [{"annotator": "a1", "labels": [{"mode": "FM-1.3"}]}])
+    run("import_traces", str(path), "--batch", "lab", "--project", project.slug)
+    out = tmp_path / "published"
+    run("export_dataset", project.slug, "--out", str(out), "--license", "cc0-1.0")
+    card = (out / "README.md").read_text()
+    assert "Provenance: 1 annotation by 1 rater were imported from elsewhere" in card
+    assert Annotation.objects.get().provenance["source"] == "labels"

@@ -212,6 +212,16 @@ def _process(f: CardFacts) -> str:
                 if t.llm_raters
                 else ""
             ),
+            *(
+                [
+                    f"- Provenance: {_n(t.imported_annotations, 'annotation')} by "
+                    f"{_n(len(t.imported_raters), 'rater')} were imported from elsewhere (`annotator_kind` = "
+                    "imported): how they were made (blindness, guidelines, overlap) is unknown; the other "
+                    f"{t.annotations - t.imported_annotations:,} were made here."
+                ]
+                if t.imported_annotations
+                else []
+            ),
             f"- Blind: {'yes, annotators never saw each other' + chr(39) + 's labels' if f.blind else 'no, annotators could see each other' + chr(39) + 's labels'}.",
             f"- Written guidelines: {'yes' if f.has_guidelines else 'none recorded'}. Only submitted annotations are published.",
             "- Annotations per trace: "

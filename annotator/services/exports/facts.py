@@ -36,6 +36,9 @@ class Tally:
     annotations: int = 0
     annotators: set = field(default_factory=set)
     llm_raters: set = field(default_factory=set)
+    # Labels made elsewhere and imported (`annotator_kind` = imported): how they were made is unknown.
+    imported_raters: set = field(default_factory=set)
+    imported_annotations: int = 0
     no_failure: int = 0
     mode_annotations: Counter = field(default_factory=Counter)
     mode_traces: Counter = field(default_factory=Counter)  # traces where at least one annotator chose it
@@ -61,6 +64,9 @@ class Tally:
     def annotation(self, row: dict[str, Any]) -> None:
         self.annotations += 1
         (self.llm_raters if row["annotator_kind"] == "llm" else self.annotators).add(row["annotator"])
+        if row["annotator_kind"] == "imported":
+            self.imported_raters.add(row["annotator"])
+            self.imported_annotations += 1
         self.no_failure += bool(row["no_failure"] or not row["labels"])
         self.mode_annotations.update(row["labels"])
         if row["trace_uid"] != self._uid:
