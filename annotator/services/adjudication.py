@@ -4,7 +4,7 @@ Rules kept here (and only here; the pages and the API call these verbs):
 
 - A trace is checked once its required annotations are in: at least `project.overlap` submitted
   annotations by annotators with an active annotator membership (imported annotators count; LLM raters,
-  users named `llm:...`, never do). All of those annotations are compared, shown as A, B, ... in
+  raters of kind llm, see annotator.raters, never do). All of those annotations are compared, shown as A, B, ... in
   annotator-username order.
 - Full agreement (same set of modes; in single-primary taxonomies also the same primary) becomes gold at
   once: an item with status "agreed" and GoldLabel rows with source "agreed". Any disagreement queues
