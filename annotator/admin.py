@@ -11,6 +11,7 @@ from annotator.models import (
     LabelHistory,
     Membership,
     Project,
+    Rater,
 )
 
 
@@ -74,3 +75,10 @@ class AgreementReportAdmin(admin.ModelAdmin):
 @admin.register(Export)
 class ExportAdmin(admin.ModelAdmin):
     list_display = ["project", "status", "target_repo", "created_at"]
+
+
+@admin.register(Rater)
+class RaterAdmin(admin.ModelAdmin):
+    list_display = ["user", "kind", "source", "name", "created_at"]
+    list_filter = ["kind"]
+    search_fields = ["user__username", "source", "name"]

@@ -11,6 +11,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.test import Client
 
 from annotator.models import Annotation, Assignment, Membership, RaterKind
 from annotator.raters import get_llm_rater, human_q, is_llm_rater
@@ -291,3 +292,46 @@ def test_the_dataset_card_says_which_labels_were_imported(project, tmp_path):
     card = (out / "README.md").read_text()
     assert "Provenance: 1 annotation by 1 rater were imported from elsewhere" in card
     assert Annotation.objects.get().provenance["source"] == "labels"
+
+
+def test_import_label_and_report_count_the_same_traces_in_every_reader(
+    project, owner, tmp_path, django_capture_on_commit_callbacks
+):
+    """Issue 12, point 2: traces imported first without a project, then again with labels into one. Before,
+    the labels went into the project while the traces stayed outside it, and the readers disagreed."""
+    from annotator.models import AdjudicationItem
+    from annotator.services.exports.options import ExportOptions
+    from annotator.services.exports.rows import selected_traces
+    from annotator.services.report_data import load_report_input
+    from annotator.services.signature_report import build_report
+    from annotator.services.signatures import parse_signature_query
+
+    lines = []
+    for n in range(5):
+        record = {
+            "id": f"t{n}",
+            "steps": [{"kind": "message", "content": f"task {n}"}, {"kind": "tool_call", "tool_name": "s"}],
+            "annotations": [
+                {"annotator": "r1", "labels": [{"mode": "FM-1.3", "steps": [1]}]},
+                {"annotator": "r2", "labels": [{"mode": "FM-1.3" if n % 2 else "FM-1.1", "steps": [1]}]},
+            ],
+        }
+        lines.append(json.dumps(record))
+    path = tmp_path / "labelled.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    run("import_traces", str(path), "--batch", "a")
+    with django_capture_on_commit_callbacks(execute=True):  # the adjudication check runs after commit
+        run("import_traces", str(path), "--batch", "b", "--project", project.slug)
+
+    traces = set(Trace.objects.in_project(project).values_list("pk", flat=True))
+    assert len(traces) == 5
+    assert set(Annotation.objects.values_list("assignment__trace_id", flat=True)) == traces
+    report = load_report_input(project, {})
+    assert report.data.ratings.shape[0] == 5
+    assert build_report(project, parse_signature_query({"source": "union"})).signatures.n_traces == 5
+    assert set(selected_traces(project, ExportOptions()).values_list("pk", flat=True)) == traces
+    assert set(AdjudicationItem.objects.filter(project=project).values_list("trace_id", flat=True)) == traces
+    project_page = Client()
+    project_page.force_login(owner)
+    counts = project_page.get(f"/p/{project.slug}/").context["counts"]
+    assert counts["submitted"] == 10
