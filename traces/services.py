@@ -113,10 +113,7 @@ def content_hash(record: TraceRecord) -> str:
         "score": record.score,
         # The stored columns, with the arguments as an object (sorted by the dump below): PostgreSQL's jsonb
         # keeps its own key order, so the order of keys in a file is not part of the identity.
-        "steps": [
-            [*row[1:9], step.tool_args, *row[10:]]
-            for row, step in zip(_step_rows(0, record), record.steps, strict=True)
-        ],
+        "steps": [list(values) for values in _step_values(record)],
     }
     canonical = json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
@@ -458,6 +455,20 @@ def _copy_value(field, obj):
 
 
 def _step_rows(trace_id: int, record: TraceRecord) -> Iterator[tuple]:
+    """The COPY rows: the stored values with the arguments as JSON text."""
+    for values in _step_values(record):
+        tool_args = values[8]
+        yield (
+            trace_id,
+            *values[:8],
+            None if tool_args is None else json.dumps(tool_args, ensure_ascii=False, default=str),
+            *values[9:],
+        )
+
+
+def _step_values(record: TraceRecord) -> Iterator[tuple]:
+    """Each step's stored values in Step.DATA_FIELDS order (length limits applied, arguments as objects):
+    the one place that says what a stored step is, for the rows and for the content key."""
     depths: list[int] = []
     for index, step in enumerate(record.steps):
         parent = step.parent
@@ -466,7 +477,6 @@ def _step_rows(trace_id: int, record: TraceRecord) -> Iterator[tuple]:
         )
         depths.append(depth)
         yield (
-            trace_id,
             index,
             parent,
             min(depth, 32767),
@@ -475,7 +485,7 @@ def _step_rows(trace_id: int, record: TraceRecord) -> Iterator[tuple]:
             step.kind,
             step.content,
             step.tool_name[:200],
-            None if step.tool_args is None else json.dumps(step.tool_args, ensure_ascii=False, default=str),
+            step.tool_args,
             step.tool_call_id[:200],
             (step.timestamp or "")[:64],
             step.tokens,
