@@ -15,7 +15,9 @@ class Command(BaseCommand):
         '"no_failure"} per line; traces matched by external id), and the labels inside MAST human-labelled, '
         "Who&When and native trace files (traces matched by content, so import the traces first). Mode "
         "names map through the taxonomy's codes, names and aliases. Raters in the file become inactive "
-        "imported raters namespaced by the file, unless --map-rater names an account. An annotation that already exists is never overwritten."
+        "imported raters namespaced by the file, unless --map-rater names an account. A record that says "
+        "nothing (no label, no no_failure) is skipped, and a vote the file leaves out stays missing. An "
+        "annotation that already exists is never overwritten."
     )
 
     def add_arguments(self, parser):

@@ -16,10 +16,12 @@ from traces.services import ImportFailed
 class Command(BaseCommand):
     help = (
         "Import agent traces from one or more files into a batch, all or nothing. The format is detected "
-        "per file (or forced with --format); traces already imported (same content) are skipped. With "
-        "--project the batch joins that project, labels shipped inside the files (MAST human labels, "
-        "Who&When attributions, native 'annotations') become imported annotations, and new traces are "
-        "assigned to the project's annotators. Exit code 2 and a message naming the file, record and "
+        "per file (or forced with --format); traces already imported (same content, whatever the format) are "
+        "skipped, and an import that adds no trace creates no batch. With --project the batch joins that "
+        "project, and so does every batch holding a trace found already imported; labels shipped inside the "
+        "files (MAST human labels, Who&When attributions, native 'annotations') become annotations by "
+        "imported raters namespaced by the file or folder named here (never real accounts unless "
+        "--map-rater says so), and new traces are assigned to the project's annotators. Exit code 2 and a message naming the file, record and "
         "field when a file is malformed; the database is then unchanged. A Hugging Face dataset (a folder "
         "or hf://owner/name) is read as one source, with --columns, --split and --config; a dataset "
         "published by export_dataset comes back with its labels."
