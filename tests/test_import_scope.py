@@ -335,3 +335,13 @@ def test_import_label_and_report_count_the_same_traces_in_every_reader(
     project_page.force_login(owner)
     counts = project_page.get(f"/p/{project.slug}/").context["counts"]
     assert counts["submitted"] == 10
+
+
+def test_a_project_import_never_extends_another_projects_batch_of_that_name(project, mast, tmp_path):
+    other = ProjectFactory(taxonomy_version=mast, slug="other")
+    run("import_traces", str(write_native(tmp_path / "a.jsonl")), "--batch", "run-1", "--project", other.slug)
+    path = write_native(tmp_path / "b.jsonl", seed=2)
+    run("import_traces", str(path), "--batch", "run-1", "--project", project.slug)
+    theirs, ours = other.batches.get(), project.batches.get()
+    assert theirs != ours and theirs.traces.count() == ours.traces.count() == 4
+    assert not project.batches.filter(pk=theirs.pk).exists()

@@ -155,12 +155,14 @@ def do_import_files(
     keep_annotations: bool = True,
     source_options: Mapping | None = None,
     scope: QuerySet[Batch] | None = None,
+    named_in: QuerySet[Batch] | None = None,
 ) -> ImportResult:
     """Import `files` ((path, display name) pairs) into the batch `batch_name`, all or nothing.
 
     `scope` is the batches the importing user may see (None: all, for the operator at the command line):
     `batch_name` extends a batch of that scope only (else a new batch is made, when a trace is added), and
     a trace is a duplicate only of a trace in that scope, so an import says nothing about other projects.
+    `named_in` narrows where `batch_name` is looked up (a project import: its own batches and unattached ones).
 
     A path may also be a whole source (a dataset folder, or an ``hf://owner/name`` string): it is read
     by its source format with `source_options` (columns, split, config) instead of being streamed.
@@ -183,7 +185,7 @@ def do_import_files(
                 fmt=fmt or "",
                 scope=scope,
                 batch=Batch.objects.select_for_update()
-                .filter(pk__in=scope.filter(name=batch_name).values("pk"))
+                .filter(pk__in=(scope if named_in is None else named_in).filter(name=batch_name).values("pk"))
                 .order_by("-created_at", "-pk")
                 .first(),
             )

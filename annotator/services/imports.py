@@ -13,6 +13,7 @@ from pathlib import Path
 
 from django.core.cache import cache
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from annotator.batches import visible_batches
@@ -51,6 +52,10 @@ def do_import_traces(
     the project's own traces and every report counts the same traces. `sources` maps a file's display name
     to the source its raters are namespaced by (default: the file's name); `rater_map` maps a rater to a
     real account (staff only). `source_options` (columns, split, config) go to dataset sources."""
+    scope = visible_batches(user)
+    # A project import extends a batch of that name the project holds (or one no project holds yet), never
+    # another project's batch of the same name.
+    named_in = None if project is None else scope.filter(Q(projects=project) | Q(projects=None))
     with transaction.atomic():
         result = do_import_files(
             files,
@@ -60,7 +65,8 @@ def do_import_traces(
             progress=progress,
             keep_annotations=project is not None,
             source_options=source_options,
-            scope=visible_batches(user),
+            scope=scope,
+            named_in=named_in,
         )
         if project is None:
             return result, None
