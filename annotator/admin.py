@@ -12,6 +12,7 @@ from annotator.models import (
     LabelHistory,
     Membership,
     Project,
+    Rater,
 )
 
 
@@ -88,3 +89,10 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False
+
+
+@admin.register(Rater)
+class RaterAdmin(admin.ModelAdmin):
+    list_display = ["user", "kind", "source", "name", "created_at"]
+    list_filter = ["kind"]
+    search_fields = ["user__username", "source", "name"]

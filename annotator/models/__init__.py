@@ -6,6 +6,7 @@ from annotator.models.discussions import Comment, Mention, Thread
 from annotator.models.llm import LLMConfig, LLMRun, LLMTraceResult, PromptTemplate
 from annotator.models.projects import Assignment, Membership, Project, Role
 from annotator.models.proposals import ModeProposal
+from annotator.models.raters import Rater, RaterKind
 from annotator.models.reports import AgreementReport, Export
 from annotator.models.rounds import CalibrationRound
 from annotator.models.tokens import ApiToken
@@ -31,6 +32,8 @@ __all__ = [
     "ModeProposal",
     "Project",
     "PromptTemplate",
+    "Rater",
+    "RaterKind",
     "Role",
     "Thread",
 ]

@@ -1,7 +1,7 @@
 """The LLM rater: a project's endpoint settings, its versioned prompt, and runs with one result row per trace.
 
-A language model is measured like a human: its labels are ordinary submitted Annotations by a rater user named
-``llm:<model>`` (see annotator.raters). These rows only describe how the labels were produced and what it cost.
+A language model is measured like a human: its labels are ordinary submitted Annotations by a rater user (kind llm,
+named ``llm:<model>``, see annotator.raters). These rows only describe how the labels were produced and what it cost.
 """
 
 from __future__ import annotations

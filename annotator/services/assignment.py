@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from annotator.assignment_strategy import plan_assignments
 from annotator.models import Assignment, Membership, Project, Role
-from annotator.raters import human_q
+from annotator.raters import human_q, receives_work_q
 from traces.models import Trace
 
 log = logging.getLogger(__name__)
@@ -27,12 +27,12 @@ _CLAIM_ATTEMPTS = 20
 
 
 def annotator_ids(project: Project) -> list[int]:
-    """Candidates for new work: active annotator memberships of active users (imported labellers are
-    inactive users, so they keep their labels but never receive new traces)."""
+    """Candidates for new work: active annotator memberships of people who sign in (imported labellers and
+    LLM raters keep their labels but never receive new traces; annotator.raters decides)."""
     return sorted(
         set(
             Membership.objects.filter(
-                project=project, role=Role.ANNOTATOR, active=True, user__is_active=True
+                receives_work_q("user"), project=project, role=Role.ANNOTATOR, active=True
             ).values_list("user_id", flat=True)
         )
     )
@@ -54,9 +54,7 @@ def do_assign(project: Project) -> int:
     with transaction.atomic():
         Project.objects.select_for_update().filter(pk=project.pk).values_list("pk").first()
         now = timezone.now()
-        trace_ids = list(
-            Trace.objects.filter(batch__projects=project).order_by("id").values_list("id", flat=True)
-        )
+        trace_ids = list(Trace.objects.in_project(project).order_by("id").values_list("id", flat=True))
         # LLM raters' slots are not human overlap: they neither fill a trace's `overlap` nor ever move.
         rows = list(
             Assignment.objects.filter(project=project)

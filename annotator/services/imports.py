@@ -8,20 +8,24 @@ commits, so progress cannot live on the job row).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 from django.core.cache import cache
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
+from annotator.batches import visible_batches
 from annotator.models import Project
+from annotator.raters import rater_source
 from annotator.services.label_import import (
     IncomingAnnotation,
     LabelImportError,
     LabelImportResult,
     do_import_annotations,
 )
-from traces.models import ImportJob, Trace
+from traces.models import Batch, ImportJob, Trace
 from traces.services import FileResult, ImportFailed, ImportResult, ProgressCallback, do_import_files
 
 log = logging.getLogger(__name__)
@@ -37,10 +41,21 @@ def do_import_traces(
     ignore_unknown_modes: bool = False,
     progress: ProgressCallback | None = None,
     source_options: dict | None = None,
+    sources: Mapping[str, str] | None = None,
+    rater_map: Mapping[str, str] | None = None,
 ) -> tuple[ImportResult, LabelImportResult | None]:
     """All or nothing: traces, the project link, embedded labels and new assignments commit together.
 
-    `source_options` (columns, split, config) go to dataset sources (see traces.services)."""
+    Batches and duplicates are looked up only among the batches `user` may see (annotator.batches; `user`
+    None is the operator at the command line). With a project, the new batch joins it, and so does every
+    existing batch holding a trace this import found already imported, so the labels it carries land on
+    the project's own traces and every report counts the same traces. `sources` maps a file's display name
+    to the source its raters are namespaced by (default: the file's name); `rater_map` maps a rater to a
+    real account (staff only). `source_options` (columns, split, config) go to dataset sources."""
+    scope = visible_batches(user)
+    # A project import extends a batch of that name the project holds (or one no project holds yet), never
+    # another project's batch of the same name.
+    named_in = None if project is None else scope.filter(Q(projects=project) | Q(projects=None))
     with transaction.atomic():
         result = do_import_files(
             files,
@@ -50,16 +65,22 @@ def do_import_traces(
             progress=progress,
             keep_annotations=project is not None,
             source_options=source_options,
+            scope=scope,
+            named_in=named_in,
         )
         if project is None:
             return result, None
-        project.batches.add(result.batch)
+        attach = [result.batch] if result.batch is not None else []
+        attach += list(Batch.objects.filter(pk__in=list(result.duplicate_batches)).exclude(projects=project))
+        project.batches.add(*attach)
+        result.attached = sorted(b.name for b in attach if b != result.batch)
         try:
             labels = do_import_annotations(
                 project,
-                _incoming(result),
+                _incoming(result, sources or {}),
                 ignore_unknown_modes=ignore_unknown_modes,
                 actor=user,
+                rater_map=rater_map,
             )
         except LabelImportError as error:
             result.files.append(FileResult(name="labels", error=str(error)))
@@ -70,13 +91,16 @@ def do_import_traces(
     return result, labels
 
 
-def _incoming(result: ImportResult):
+def _incoming(result: ImportResult, sources: Mapping[str, str]):
     traces = Trace.objects.only("id", "external_id", "step_count").in_bulk(
-        [tid for tid, _, _ in result.annotations]
+        [tid for tid, _, _, _ in result.annotations]
     )
-    for trace_id, external_id, records in result.annotations:
+    for trace_id, external_id, records, name in result.annotations:
+        source = sources.get(name) or rater_source(name)
         for record in records:
-            yield IncomingAnnotation(trace=traces[trace_id], record=record, where=f"trace {external_id!r}")
+            yield IncomingAnnotation(
+                trace=traces[trace_id], record=record, where=f"trace {external_id!r}", source=source
+            )
 
 
 def progress_key(job_id: int) -> str:

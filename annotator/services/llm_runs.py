@@ -223,12 +223,13 @@ def _pending(run: LLMRun) -> list[int]:
 
 def _already_labelled(run: LLMRun, trace_ids: list[int]) -> set[int]:
     return set(
-        Annotation.objects.filter(
-            assignment__project=run.project,
+        Annotation.objects.in_project(run.project)
+        .filter(
             assignment__annotator=run.rater,
             assignment__trace_id__in=trace_ids,
             status=Annotation.Status.SUBMITTED,
-        ).values_list("assignment__trace_id", flat=True)
+        )
+        .values_list("assignment__trace_id", flat=True)
     )
 
 

@@ -52,7 +52,7 @@ def _config_context(project: Project, form: LLMConfigForm | None = None) -> dict
 
 def _prompt_context(project: Project, draft: str | None = None) -> dict[str, Any]:
     template = current_prompt(project)
-    trace = Trace.objects.filter(batch__projects=project).order_by("id").first()
+    trace = Trace.objects.in_project(project).order_by("id").first()
     preview = (
         messages_for(project, trace, template=template, budget=get_config(project).max_trace_chars)
         if trace

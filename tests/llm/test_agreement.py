@@ -30,6 +30,7 @@ def labelled(project, batch, llm_config, chat_server, clock, annotator_a, annota
             project,
             [IncomingAnnotation(trace, AnnotationRecord(user.username, [LabelRecord(code, [0]) for code in sorted(chosen)], no_failure=not chosen))
              for trace, chosen in zip(traces, sets, strict=True)],
+            rater_map={user.username: user.username},  # labels of the project's own annotators
         )  # fmt: skip
     modes = {mode.code: mode for mode in FailureMode.objects.filter(version=project.taxonomy_version)}
     for trace, chosen in zip(traces, GOLD, strict=True):

@@ -50,8 +50,10 @@ class AnnotationRecord:
     annotator: str
     labels: list[LabelRecord] = field(default_factory=list)
     ambiguous: bool = False
-    no_failure: bool = False
+    no_failure: bool = False  # only when the rater said so
     note: str = ""
+    # Modes the source has no value for (MAST's NaN votes): missing, never "not chosen".
+    missing: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
