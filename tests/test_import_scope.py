@@ -290,7 +290,7 @@ def test_the_dataset_card_says_which_labels_were_imported(project, tmp_path):
     out = tmp_path / "published"
     run("export_dataset", project.slug, "--out", str(out), "--license", "cc0-1.0")
     card = (out / "README.md").read_text()
-    assert "Provenance: 1 annotation by 1 rater were imported from elsewhere" in card
+    assert "1 annotation by 1 rater were imported with the data" in card
     assert Annotation.objects.get().provenance["source"] == "labels"
 
 
