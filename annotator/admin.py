@@ -7,6 +7,7 @@ from annotator.models import (
     Assignment,
     Export,
     GoldLabel,
+    ImportJob,
     LabelApplication,
     LabelHistory,
     Membership,
@@ -74,3 +75,9 @@ class AgreementReportAdmin(admin.ModelAdmin):
 @admin.register(Export)
 class ExportAdmin(admin.ModelAdmin):
     list_display = ["project", "status", "target_repo", "created_at"]
+
+
+@admin.register(ImportJob)
+class ImportJobAdmin(admin.ModelAdmin):
+    list_display = ["pk", "project", "batch_name", "status", "records_done", "created_by", "created_at"]
+    list_filter = ["status"]

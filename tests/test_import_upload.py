@@ -8,8 +8,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.authtoken.models import Token
 
+from annotator.models import ImportJob
 from traces.importers.synthetic import native_lines, synthetic_traces
-from traces.models import ImportJob, Trace
+from traces.models import Trace
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from annotator.models.adjudication import AdjudicationItem, GoldHistory, GoldLabel
 from annotator.models.annotations import Annotation, LabelApplication, LabelHistory
+from annotator.models.jobs import ImportJob, JobStatus
 from annotator.models.llm import LLMConfig, LLMRun, LLMTraceResult, PromptTemplate
 from annotator.models.projects import Assignment, Membership, Project, Role
 from annotator.models.reports import AgreementReport, Export
@@ -14,6 +15,8 @@ __all__ = [
     "Export",
     "GoldHistory",
     "GoldLabel",
+    "ImportJob",
+    "JobStatus",
     "LLMConfig",
     "LLMRun",
     "LLMTraceResult",

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotator.models import Annotation, Assignment, LabelApplication, LabelHistory, Membership, Project, Role
+from annotator.services.followups import after_annotations_changed
 from taxonomy.models import FailureMode
 from taxonomy.schema import resolve_mode
 from taxonomy.services import version_to_spec
@@ -91,8 +92,6 @@ def do_import_annotations(
         touched.add(item.trace.pk)
     if result.created:
         # Imported annotations count for the adjudication queue and the agreement report, like submits.
-        from annotator.services.followups import after_annotations_changed
-
         transaction.on_commit(lambda: after_annotations_changed(project.pk, touched))
     return result
 
