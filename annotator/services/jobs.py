@@ -169,7 +169,10 @@ def _resend_queued(model: type[Job], now: datetime, done: Reconciled) -> None:
 def _recover_lost(model: type[Job], now: datetime, done: Reconciled) -> None:
     lost = model.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=stale_before())
     for pk, attempts in lost.values_list("pk", "attempts"):
-        if attempts >= settings.JOB_MAX_ATTEMPTS:
+        # An LLM run is never failed for this: between two slices it is "running" with its next slice
+        # waiting in the queue, which a busy queue can make look like a lost worker. Resuming it is
+        # harmless (finished traces are skipped, and one worker at a time holds the run's lock).
+        if attempts >= settings.JOB_MAX_ATTEMPTS and model is not LLMRun:
             if fail_job(model, pk, WORKER_LOST.format(attempts=attempts)):
                 done.failed.append(f"{model.__name__} {pk}")
             continue
