@@ -6,6 +6,8 @@ annotator.services.enqueue). Every task here is registered when Django starts (A
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
 from django.conf import settings
 from django.db import OperationalError
@@ -16,6 +18,8 @@ from annotator.services.imports import do_run_import_job
 from annotator.services.jobs import do_reconcile
 from annotator.services.llm_runs import do_process_run
 from annotator.services.reports import do_compute_report, do_refresh_reports
+
+log = logging.getLogger(__name__)
 
 # Only a database that is briefly unreachable is worth retrying; any other error is recorded on the
 # job's row by the service (retrying a bug just repeats it).
@@ -74,7 +78,13 @@ def run_export_job(export_id: int) -> str:
     return do_run_export(export_id).status
 
 
-@shared_task(name="annotator.jobs.reconcile", **RETRY_ON_DATABASE_OUTAGE)
+@shared_task(name="annotator.jobs.reconcile")
 def reconcile_jobs() -> dict:
-    """Run by Celery beat every JOB_RECONCILE_SECONDS: re-send, resume or fail jobs; re-check traces."""
-    return do_reconcile().as_dict()
+    """Run by Celery beat every JOB_RECONCILE_SECONDS: re-send, resume or fail jobs; re-check traces.
+
+    Not retried: the next beat is the retry, so an unreachable database is a warning, not a traceback."""
+    try:
+        return do_reconcile().as_dict()
+    except OperationalError as error:
+        log.warning("job reconciliation skipped, the database is unreachable: %s", error)
+        return {"skipped": str(error)}

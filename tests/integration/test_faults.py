@@ -123,7 +123,9 @@ def lost_and_reconciled(model, pk: int) -> None:
         return job.heartbeat_at < timezone.now() - timedelta(seconds=django_settings.JOB_HEARTBEAT_TIMEOUT)
 
     wait_for(stale, what="the killed worker's heartbeat to go stale")
-    assert f"{model.__name__} {pk}" in do_reconcile().resumed
+    do_reconcile()  # CI's own beat may get there first (it uses the default timeout): either hands it on
+    job = model.objects.get(pk=pk)
+    assert job.status != "running" or job.heartbeat_at > timezone.now() - timedelta(seconds=5)
 
 
 def test_an_import_whose_worker_is_killed_is_finished_by_another(
