@@ -171,3 +171,19 @@ def test_reconciliation_checks_traces_whose_adjudication_check_was_lost(
     item = AdjudicationItem.objects.get(trace=trace)
     assert item.status == "open"
     assert jobs.traces_missing_adjudication(project.pk) == []
+
+
+def test_a_report_whose_task_cannot_be_sent_fails_and_the_page_says_why(client, project, owner, monkeypatch):
+    from annotator.services.reports import do_request_report
+
+    def refuse(self, args=None, kwargs=None, **options):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:1. Connection refused.")
+
+    monkeypatch.setattr(enqueue, "is_eager", lambda: False)
+    monkeypatch.setattr(type(app.tasks["annotator.agreement.compute_report"]), "apply_async", refuse)
+    report = do_request_report(project, {})
+    report.refresh_from_db()
+    assert report.status == "failed" and "task queue" in report.error
+    client.force_login(owner)
+    page = client.get(f"/p/{project.slug}/agreement/").content.decode()
+    assert "Could not reach the task queue" in page
