@@ -135,6 +135,7 @@ def do_resume_run(run: LLMRun, *, enqueue: bool = True) -> bool:
             stop_reason="",
             error="",
             finished_at=None,
+            heartbeat_at=timezone.now(),  # queued now: the reconciliation re-sends it only if it waits long
             token_cap=get_config(run.project).token_cap,
         )
         if enqueue:
