@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import close_old_connections, connections
+from django.db import connections
 from django.db.models import Count
 from django.utils import timezone
 
@@ -137,7 +137,6 @@ class Reconciled:
 
 def do_reconcile() -> Reconciled:
     """One pass over every job model and every project (see the module docstring). Idempotent."""
-    close_old_connections()
     done = Reconciled()
     now = timezone.now()
     for model in JOB_TASKS:
