@@ -50,8 +50,10 @@ lint: install-test
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# A Celery worker with the beat scheduler embedded (-B: the periodic job reconciliation, see
+# docs/jobs.md). Run one beat per installation: further workers use `celery -A annotator.celery worker`.
 worker: install
-	$(VENV)/bin/celery -A annotator worker --loglevel INFO
+	$(VENV)/bin/celery -A annotator.celery worker -B --loglevel INFO
 
 bench: install-test
 	$(PY) bench/run_all.py

@@ -8,6 +8,7 @@ from annotator.models import (
     Assignment,
     Export,
     GoldLabel,
+    ImportJob,
     LabelApplication,
     LabelHistory,
     Membership,
@@ -96,3 +97,9 @@ class RaterAdmin(admin.ModelAdmin):
     list_display = ["user", "kind", "source", "name", "created_at"]
     list_filter = ["kind"]
     search_fields = ["user__username", "source", "name"]
+
+
+@admin.register(ImportJob)
+class ImportJobAdmin(admin.ModelAdmin):
+    list_display = ["pk", "project", "batch_name", "status", "records_done", "created_by", "created_at"]
+    list_filter = ["status"]

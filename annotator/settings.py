@@ -142,8 +142,21 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
 REDIS_URL = envstr("REDIS_URL")
+# The cache is an accelerator, never a dependency: with Redis down every call answers "no cache" within
+# CACHE_TIMEOUT_SECONDS and the cache stays bypassed for a few seconds (annotator/cache.py), so pages and
+# submits keep working.
+CACHE_TIMEOUT_SECONDS = float(envstr("CACHE_TIMEOUT_SECONDS", "0.5"))
 CACHES = (
-    {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    {
+        "default": {
+            "BACKEND": "annotator.cache.ResilientRedisCache",
+            "LOCATION": envstr("CACHE_URL", REDIS_URL),
+            "OPTIONS": {
+                "socket_connect_timeout": CACHE_TIMEOUT_SECONDS,
+                "socket_timeout": CACHE_TIMEOUT_SECONDS,
+            },
+        }
+    }
     if REDIS_URL
     else {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 )
@@ -165,10 +178,38 @@ CELERY_TASK_ROUTES = {
     "annotator.adjudication.*": {"queue": envstr("CELERY_AGREEMENT_QUEUE", CELERY_TASK_DEFAULT_QUEUE)},
     "annotator.exports.*": {"queue": envstr("CELERY_EXPORT_QUEUE", CELERY_TASK_DEFAULT_QUEUE)},
     "annotator.llm.*": {"queue": envstr("CELERY_LLM_QUEUE", CELERY_TASK_DEFAULT_QUEUE)},
+    "annotator.jobs.*": {"queue": envstr("CELERY_AGREEMENT_QUEUE", CELERY_TASK_DEFAULT_QUEUE)},
 }
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# Services never wait on a task's result (jobs report through their rows): no result round trip per task.
+CELERY_TASK_IGNORE_RESULT = True
+# A broker that is down must fail a request fast (the job is then marked failed with a reason, see
+# annotator/services/enqueue.py), not hold it for tens of seconds of connection retries.
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2, "socket_timeout": 5}
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 2
+CELERY_REDIS_SOCKET_TIMEOUT = 5
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.5,
+}
+# Nothing stuck, nothing lost (annotator/services/jobs.py): a running job beats every
+# JOB_HEARTBEAT_SECONDS; one silent for JOB_HEARTBEAT_TIMEOUT lost its worker and is resumed (up to
+# JOB_MAX_ATTEMPTS claims) or failed; one queued for JOB_RESEND_AFTER is sent again. Celery beat runs the
+# reconciliation every JOB_RECONCILE_SECONDS (`celery -A annotator.celery beat`, or a worker with -B).
+JOB_HEARTBEAT_SECONDS = envint("JOB_HEARTBEAT_SECONDS", 10)
+JOB_HEARTBEAT_TIMEOUT = envint("JOB_HEARTBEAT_TIMEOUT", 120)
+JOB_RESEND_AFTER = envint("JOB_RESEND_AFTER", 120)
+JOB_MAX_ATTEMPTS = envint("JOB_MAX_ATTEMPTS", 3)
+JOB_RECONCILE_SECONDS = envint("JOB_RECONCILE_SECONDS", 60)
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULE = {
+    "reconcile-jobs": {"task": "annotator.jobs.reconcile", "schedule": float(JOB_RECONCILE_SECONDS)},
+}
 
 # Agreement reports (see annotator/services/reports.py for the debounce): bootstrap resamples per mode
 # (and per rater pair), how long a burst of submits is collected before one recompute, and up to how many
@@ -244,7 +285,7 @@ SPECTACULAR_SETTINGS = {
         "AssignmentStatusEnum": "annotator.models.projects.Assignment.Status",
         "AnnotationStatusEnum": "annotator.models.annotations.Annotation.Status",
         "TraceOutcomeEnum": "traces.models.Outcome",
-        "JobStatusEnum": "annotator.models.reports.JobStatus",  # ImportJob.Status has the same choices
+        "JobStatusEnum": "annotator.models.jobs.JobStatus",  # the one status enum of every job model
     },
     # Swagger UI served from our own static files (no CDN).
     "SWAGGER_UI_DIST": "SIDECAR",

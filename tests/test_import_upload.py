@@ -7,9 +7,10 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from annotator.models import ImportJob
 from tests.factories import api_token
 from traces.importers.synthetic import native_lines, synthetic_traces
-from traces.models import ImportJob, Trace
+from traces.models import Trace
 
 
 @pytest.fixture

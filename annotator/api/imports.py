@@ -10,6 +10,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from annotator.access import MANAGE_ROLES, access_project
+from annotator.models import ImportJob
 from annotator.services.imports import job_progress
 from annotator.services.uploads import UploadError, do_queue_import, jobs_for_project
 
@@ -17,13 +18,14 @@ JobStatus = inline_serializer(
     "ImportJobStatus",
     {
         "id": serializers.IntegerField(),
-        "status": serializers.ChoiceField(["queued", "running", "succeeded", "failed"]),
+        "status": serializers.ChoiceField(ImportJob.Status.choices),
         "batch": serializers.CharField(),
         "percent": serializers.IntegerField(),
         "records": serializers.IntegerField(),
         "bytes_done": serializers.IntegerField(),
         "bytes_total": serializers.IntegerField(),
         "summary": serializers.DictField(),
+        "error": serializers.CharField(help_text="Why the job failed, empty otherwise"),
         "errors": serializers.ListField(child=serializers.DictField()),
     },
 )

@@ -3,6 +3,7 @@
 from annotator.models.adjudication import AdjudicationItem, GoldHistory, GoldLabel
 from annotator.models.annotations import Annotation, LabelApplication, LabelHistory
 from annotator.models.discussions import Comment, Mention, Thread
+from annotator.models.jobs import ImportJob, JobStatus
 from annotator.models.llm import LLMConfig, LLMRun, LLMTraceResult, PromptTemplate
 from annotator.models.projects import Assignment, Membership, Project, Role
 from annotator.models.proposals import ModeProposal
@@ -22,6 +23,8 @@ __all__ = [
     "Export",
     "GoldHistory",
     "GoldLabel",
+    "ImportJob",
+    "JobStatus",
     "LLMConfig",
     "LLMRun",
     "LLMTraceResult",

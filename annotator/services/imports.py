@@ -17,15 +17,17 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotator.batches import visible_batches
-from annotator.models import Project
+from annotator.models import ImportJob, Project
 from annotator.raters import rater_source
+from annotator.services.assignment import do_assign
+from annotator.services.jobs import heartbeat, remove_uploads, stale_before
 from annotator.services.label_import import (
     IncomingAnnotation,
     LabelImportError,
     LabelImportResult,
     do_import_annotations,
 )
-from traces.models import Batch, ImportJob, Trace
+from traces.models import Batch, Trace
 from traces.services import FileResult, ImportFailed, ImportResult, ProgressCallback, do_import_files
 
 log = logging.getLogger(__name__)
@@ -85,8 +87,6 @@ def do_import_traces(
         except LabelImportError as error:
             result.files.append(FileResult(name="labels", error=str(error)))
             raise ImportFailed(result) from error
-        from annotator.services.assignment import do_assign
-
         do_assign(project)
     return result, labels
 
@@ -126,48 +126,49 @@ def job_progress(job: ImportJob) -> dict:
         "bytes_done": bytes_done,
         "bytes_total": job.bytes_total,
         "summary": job.summary,
+        "error": job.error,
         "errors": job.errors,
     }
 
 
 def do_run_import_job(job_id: int) -> ImportJob:
-    """Run a queued job once (idempotent: a finished job is left alone, so a retried task is harmless)."""
-    claimed = ImportJob.objects.filter(pk=job_id, status=ImportJob.Status.QUEUED).update(
-        status=ImportJob.Status.RUNNING
-    )
-    job = ImportJob.objects.get(pk=job_id)
-    if not claimed:
-        return job
+    """Run a queued job once.
+
+    Idempotent: a finished job is left alone, and a job another live worker is running too. A running
+    job whose heartbeat stopped lost its worker; its import rolled back with it (all or nothing), so a
+    redelivered task claims it again and starts over. Whatever the ending, the stored files are removed."""
+    if not ImportJob.claim(job_id, stale_before=stale_before()):
+        return ImportJob.objects.get(pk=job_id)
+    job = ImportJob.objects.select_related("project", "created_by").get(pk=job_id)
     files = [(Path(item["path"]), item["name"]) for item in job.files]
-    project = (
-        Project.objects.filter(slug=job.options.get("project")).first()
-        if job.options.get("project")
-        else None
-    )
 
     def progress(bytes_done: int, records: int) -> None:
         cache.set(progress_key(job_id), {"bytes": bytes_done, "records": records}, timeout=24 * 3600)
 
     try:
-        result, labels = do_import_traces(
-            files,
-            batch_name=job.batch_name,
-            fmt=job.format or None,
-            user=job.created_by,
-            project=project,
-            ignore_unknown_modes=job.options.get("ignore_unknown_modes", False),
-            progress=progress,
-        )
+        with heartbeat(ImportJob, job_id):
+            result, labels = do_import_traces(
+                files,
+                batch_name=job.batch_name,
+                fmt=job.format or None,
+                user=job.created_by,
+                project=job.project,
+                ignore_unknown_modes=job.options.get("ignore_unknown_modes", False),
+                progress=progress,
+            )
     except ImportFailed as failure:
         job.status = ImportJob.Status.FAILED
         job.errors = [{"file": f.name, "error": f.error} for f in failure.result.files if f.error]
+        job.error = "Nothing was imported: fix the files listed and try again."
         job.summary = failure.result.as_dict()
     except Exception as error:  # an unexpected bug must still end the job visibly, then surface
         log.exception("import job %s crashed", job_id)
         job.status = ImportJob.Status.FAILED
-        job.errors = [{"file": "", "error": f"internal error: {error}"}]
+        job.error = f"Internal error ({type(error).__name__}); nothing was imported."
+        job.errors = [{"file": "", "error": job.error}]
         job.finished_at = timezone.now()
         job.save()
+        remove_uploads(job)
         raise
     else:
         job.status = ImportJob.Status.SUCCEEDED
@@ -177,10 +178,5 @@ def do_run_import_job(job_id: int) -> ImportJob:
         job.bytes_done = job.bytes_total
     job.finished_at = timezone.now()
     job.save()
-    _remove_uploads(files)
+    remove_uploads(job)
     return job
-
-
-def _remove_uploads(files: list[tuple[Path, str]]) -> None:
-    for path, _ in files:
-        path.unlink(missing_ok=True)

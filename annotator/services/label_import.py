@@ -20,6 +20,7 @@ from django.utils import timezone
 from annotator.models import Annotation, Assignment, LabelApplication, LabelHistory, Membership, Project, Role
 from annotator.raters import get_imported_rater, rater_source
 from annotator.services.attribution import attribution_conflicts
+from annotator.services.followups import after_annotations_changed
 from taxonomy.models import FailureMode
 from taxonomy.schema import resolve_mode
 from taxonomy.services import version_to_spec
@@ -134,8 +135,6 @@ def do_import_annotations(
         touched.add(item.trace.pk)
     if result.created:
         # Imported annotations count for the adjudication queue and the agreement report, like submits.
-        from annotator.services.followups import after_annotations_changed
-
         transaction.on_commit(lambda: after_annotations_changed(project.pk, touched))
     return result
 

@@ -34,9 +34,11 @@ from annotator.llm.client import LLMConfigError
 from annotator.llm.secrets import SecretUnreadable
 from annotator.llm.urlguard import UnsafeBaseURL, check_base_url
 from annotator.models import Annotation, LLMConfig, LLMRun, LLMTraceResult, Project
+from annotator.services.jobs import heartbeat, send_job
 from annotator.services.label_import import LabelImportError
 from annotator.services.llm_labeller import Labeller, Outcome, make_client, store_answer
 from annotator.services.llm_settings import current_prompt, get_config, llm_rater
+from annotator.services.reports import schedule_report_refresh
 from taxonomy.models import FailureMode
 from traces.models import Batch, Trace
 
@@ -120,9 +122,7 @@ def do_start_run(
 
 
 def _enqueue_on_commit(run_id: int) -> None:
-    from annotator.tasks import run_llm_job
-
-    transaction.on_commit(lambda: run_llm_job.delay(run_id))
+    send_job(LLMRun, run_id)
 
 
 def do_stop_run(run: LLMRun, *, reason: str = "stopped by the owner") -> bool:
@@ -145,6 +145,7 @@ def do_resume_run(run: LLMRun, *, enqueue: bool = True) -> bool:
             stop_reason="",
             error="",
             finished_at=None,
+            heartbeat_at=timezone.now(),  # queued now: the reconciliation re-sends it only if it waits long
             token_cap=get_config(run.project).token_cap,
         )
         if enqueue:
@@ -197,10 +198,13 @@ def _begin(run_id: int) -> LLMRun | None:
         )
         if run.status not in LLMRun.ACTIVE_STATUSES:
             return None
+        if run.status == LLMRun.Status.QUEUED:
+            run.attempts += 1  # a new claim (a slice of a running run is not one)
         run.status = LLMRun.Status.RUNNING
         run.started_at = run.started_at or timezone.now()
+        run.heartbeat_at = timezone.now()
         run.total = _selection(run.batch_id, run.limit).count()
-        run.save(update_fields=["status", "started_at", "total"])
+        run.save(update_fields=["status", "started_at", "heartbeat_at", "attempts", "total"])
     return run
 
 
@@ -211,8 +215,6 @@ def _finish(run: LLMRun, status: str, *, reason: str = "", error: str = "") -> N
     )
     log.info("LLM run %d ended: %s %s %s", run.pk, status, reason, error[:200])
     if LLMRun.objects.filter(pk=run.pk, done__gt=0).exists():
-        from annotator.services.reports import schedule_report_refresh
-
         transaction.on_commit(lambda: schedule_report_refresh(run.project_id))
 
 
@@ -269,7 +271,8 @@ def do_process_run(
     try:
         run = _begin(run_id)
         if run is not None:
-            _process(run, budget_seconds, on_progress, lock_seconds, client_options)
+            with heartbeat(LLMRun, run.pk):
+                _process(run, budget_seconds, on_progress, lock_seconds, client_options)
     finally:
         cache.delete(_lock_key(run_id))
     return RunSlice(LLMRun.objects.get(pk=run_id))
