@@ -13,10 +13,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from annotator.models import ImportJob
 from traces.importers import iter_records
 from traces.importers.records import TraceFormatError
 from traces.importers.synthetic import native_lines, synthetic_traces
-from traces.models import Batch, ImportJob, Trace
+from traces.models import Batch, Trace
 
 WHO_AND_WHEN = {
     "history": [{"content": "Find the answer.", "role": "human"}, {"content": "On it.", "role": "WebSurfer"}],
