@@ -82,9 +82,9 @@ def do_forget_key(project: Project, *, actor=None) -> None:
 
 
 def llm_rater(project: Project, model: str):
-    """The rater user for `model` (``llm:<model>``): inactive, no usable password, an annotator member of
-    the project so agreement reports list it, and never a candidate for human work (do_assign only
-    considers active users and ignores LLM slots)."""
+    """The rater user for `model` (``llm:<model>``): inactive, no usable password, and never a candidate for
+    human work (do_assign only considers active users and ignores LLM slots). It becomes an annotator member
+    of the project (so agreement reports list it) with its first stored label: `add_llm_member`."""
     User = get_user_model()
     username = llm_username(model)
     user = User.objects.filter(username=username).first()
@@ -92,5 +92,8 @@ def llm_rater(project: Project, model: str):
         user = User(username=username, is_active=False)
         user.set_unusable_password()
         user.save()
-    Membership.objects.get_or_create(project=project, user=user, role=Role.ANNOTATOR)
     return user
+
+
+def add_llm_member(project_id: int, user) -> None:
+    Membership.objects.get_or_create(project_id=project_id, user=user, role=Role.ANNOTATOR)
