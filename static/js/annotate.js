@@ -362,11 +362,14 @@
     };
     if (then !== "keep" || !editable) return go();
     // Keep: store the draft first, so the trace waits under Drafts with the last change in it.
-    htmx.ajax("POST", form.dataset.saveUrl, { source: form, target: "#save-status", swap: "outerHTML" }).then(function () {
-      var status = document.getElementById("save-status");
-      if (status && status.classList.contains("state-saved")) return go();
-      closeDialogs(); // the save was refused: site.js has put the reason next to Submit
-    });
+    var answered = function (e) {
+      if (e.detail.elt !== form) return;
+      document.body.removeEventListener("htmx:afterRequest", answered);
+      if (e.detail.successful) go();
+      else closeDialogs(); // the save was refused: site.js has put the reason next to Submit
+    };
+    document.body.addEventListener("htmx:afterRequest", answered);
+    htmx.ajax("POST", form.dataset.saveUrl, { source: form, target: "#save-status", swap: "outerHTML" });
   }
 
   // ---- events ------------------------------------------------------------------------------------

@@ -61,7 +61,7 @@
         var data = JSON.parse(body);
         if (data && (data.detail || data.error)) return String(data.detail || data.error);
       } catch (e) { /* fall through to the generic text */ }
-    } else if (body && body.length < 300) {
+    } else if (body && body.length < 300 && body.indexOf("<") === -1) {
       return body.trim();
     }
     if (status === 403) return "You are not allowed to do this in this project. Ask the project owner if you need to.";
