@@ -19,7 +19,6 @@ from django.db.models import F
 from django.utils import timezone
 
 from traces import importers
-from traces.importers import detect_format
 from traces.importers.native import dump_native
 from traces.importers.records import STEP_KINDS, AnnotationRecord, TraceFormatError, TraceRecord
 from traces.models import Batch, Step, Trace
@@ -207,7 +206,8 @@ def _size(path: Path | str) -> int:
 
 def _detect(path: Path | str, name: str) -> str:
     if not importers.is_source(path):
-        return detect_format(Path(path))
+        # Named by the uploaded file's name: the stored path is the server's business, never the user's.
+        return importers.detect_head(importers.read_head(Path(path)), name)
     fmt = importers.detect_source(path)
     if fmt is None:
         raise TraceFormatError(

@@ -190,3 +190,19 @@ def test_open_assignments_stay_listed_after_keep(client, project, annotator_a, q
     client.post(f"/p/{project.slug}/next/", {"current": first.pk, "then": "keep"})
     html = client.get(f"/p/{project.slug}/").content.decode()
     assert first.trace.external_id in html
+
+
+def test_import_errors_name_the_uploaded_file_never_the_server_path(tmp_path):
+    from traces.services import ImportFailed, do_import_files
+
+    stored = tmp_path / "uploads" / "0a1b2c" / "000-empty.jsonl"
+    stored.parent.mkdir(parents=True)
+    stored.write_bytes(b"")
+    unknown = tmp_path / "uploads" / "0a1b2c" / "001-notes.txt"
+    unknown.write_text("just some words\n")
+    with pytest.raises(ImportFailed) as failure:
+        do_import_files([(stored, "empty.jsonl"), (unknown, "notes.txt")], batch_name="b")
+    errors = [f.error for f in failure.value.result.files]
+    assert errors[0].startswith("empty.jsonl") and "the file is empty" in errors[0]
+    assert errors[1].startswith("notes.txt") and "the Format list" in errors[1]
+    assert not any(str(tmp_path) in error for error in errors)

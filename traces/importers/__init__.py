@@ -78,12 +78,14 @@ def read_head(path: Path) -> bytes:
 
 def detect_head(head: bytes, filename: str) -> str:
     """Format name for a file's first bytes and name; TraceFormatError when nothing matches."""
+    if not head.strip():
+        raise TraceFormatError("the file is empty: there are no traces in it", file=filename)
     for name, module in FORMATS.items():
         if module.sniff(head, filename):
             return name
     raise TraceFormatError(
         f"unknown format: the file matches none of the known formats ({_known()}); "
-        "pass the format explicitly if you know it",
+        "choose its format if you know it (the Format list when uploading, --format on the command line)",
         file=filename,
     )
 
