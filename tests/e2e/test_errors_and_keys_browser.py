@@ -172,6 +172,13 @@ def test_import_export_and_llm_errors_are_shown(browser, live_server, world, tmp
     error = page.locator("#import-error")
     expect(error).to_contain_text("Name the batch")
     seen(page, error)
+    # Named, the empty file fails: the message names the uploaded file, not where the server stored it.
+    page.fill("#batch", "pilot-2")
+    page.get_by_role("button", name="Import").click()
+    problems = page.locator("#import-result ul.errors")
+    expect(problems).to_contain_text("empty.jsonl: the file is empty")
+    assert "/" not in problems.inner_text()
+    expect(page.locator("#recent-imports")).to_contain_text("pilot-2")  # the list refreshed by itself
 
     page.goto(f"{live_server.url}/p/{project.slug}/export/")
     page.fill('input[name="repo_id"]', "team/pilot")
