@@ -34,6 +34,7 @@ from annotator.services.comparison import LETTERS, Compared, item_annotations, m
 from annotator.services.gold import REASON_CODES, Decision, decision_from_form, do_decide
 from annotator.views.trace import render_steps, viewer_context
 from taxonomy.models import FailureMode
+from traces.models import Trace
 from traces.viewer import trace_queryset
 
 Status = AdjudicationItem.Status
@@ -258,7 +259,8 @@ def item_page(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
         return _page(request, project, conflict.item, decision=decision, conflict=str(conflict), code=409)
     except AdjudicationInvalid as error:
         return _page(request, project, item, decision=decision, errors=error.messages, code=422)
-    messages.success(request, f"Decision saved for trace {item.trace_id}.")
+    name = Trace.objects.filter(pk=item.trace_id).values_list("external_id", flat=True).first()
+    messages.success(request, f"Decision saved for trace {name}.")
     if request.POST.get("then") == "next":
         return claim_next(request, slug)
     return redirect("adjudication-item", slug, item.pk)

@@ -33,6 +33,12 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
     return render(request, "404.html", {"reason": reason}, status=404)
 
 
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """A form from a page that is out of date (signed out or in again elsewhere, or a very old tab)."""
+    reason = "This page is out of date (your session ended or changed). Reload it and try again."
+    return render(request, "403.html", {"reason": reason}, status=403)
+
+
 def server_error(request: HttpRequest) -> HttpResponse:
     # No request context: the failure may have come from a context processor or the database.
     return HttpResponse(loader.get_template("500.html").render(), status=500)

@@ -77,8 +77,19 @@
     return type.indexOf("html") !== -1 && !/<html[\s>]/i.test(body.slice(0, 500));
   }
 
+  function signedOut(xhr) {
+    // The session ended: the request was redirected to the sign-in page, which must not land in a fragment.
+    return xhr.status === 200 && /\/accounts\/login\//.test(xhr.responseURL || "") &&
+      !/\/accounts\/login\//.test(location.pathname);
+  }
+
   document.addEventListener("htmx:beforeSwap", function (e) {
     var xhr = e.detail.xhr;
+    if (xhr && signedOut(xhr)) {
+      e.detail.shouldSwap = false;
+      show("You are signed out (your session ended), so this was not saved. Sign in again in a new tab, then retry here.");
+      return;
+    }
     if (!xhr || xhr.status < 400) return;
     if (SWAPPABLE[xhr.status] && looksLikeFragment(xhr)) {
       e.detail.shouldSwap = true;

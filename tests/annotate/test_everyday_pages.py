@@ -206,3 +206,13 @@ def test_import_errors_name_the_uploaded_file_never_the_server_path(tmp_path):
     assert errors[0].startswith("empty.jsonl") and "the file is empty" in errors[0]
     assert errors[1].startswith("notes.txt") and "the Format list" in errors[1]
     assert not any(str(tmp_path) in error for error in errors)
+
+
+def test_a_stale_form_gets_our_403_in_plain_words(project, annotator_a, queue):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(annotator_a)
+    response = client.post(f"/p/{project.slug}/next/", {})
+    assert response.status_code == 403
+    assert "This page is out of date" in response.content.decode()
