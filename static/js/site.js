@@ -104,12 +104,9 @@
     var xhr = e.detail.xhr;
     if (!xhr || xhr.status < 400) return;
     var target = e.detail.target;
-    var found = target && (target.matches && target.matches(ERROR_SELECTOR) ? target : target.querySelector(ERROR_SELECTOR));
-    // outerHTML swaps replace the target: look it up again by id.
-    if (!found && target && target.id) {
-      var fresh = document.getElementById(target.id);
-      found = fresh && (fresh.matches(ERROR_SELECTOR) ? fresh : fresh.querySelector(ERROR_SELECTOR));
-    }
+    // An outerHTML swap replaced the target: the new element with the same id holds the message.
+    if (target && !target.isConnected && target.id) target = document.getElementById(target.id);
+    var found = target && (target.matches(ERROR_SELECTOR) ? target : target.querySelector(ERROR_SELECTOR));
     if (found) reveal(found);
     else show(messageFrom(xhr));
   });

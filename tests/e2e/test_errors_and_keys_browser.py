@@ -58,7 +58,7 @@ def open_next(page, live_server, project):
 
 
 def seen(page, locator):
-    """Visible, inside the viewport (not scrolled away, not under a sticky bar) and holding the focus."""
+    """Visible, inside the viewport, and on top (not scrolled away, not under the sticky Submit bar)."""
     from playwright.sync_api import expect
 
     expect(locator).to_be_visible()
