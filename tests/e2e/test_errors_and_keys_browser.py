@@ -184,14 +184,15 @@ def test_import_export_and_llm_errors_are_shown(browser, live_server, world, tmp
     page.fill('input[name="repo_id"]', "team/pilot")
     page.locator("#export-form button[type=submit]").first.click()
     result = page.locator("#export-result [role=alert]")
-    expect(result).to_be_visible()
-    expect(result).to_be_in_viewport()
+    expect(result).to_contain_text("Publishing needs a Hugging Face token")
+    seen(page, result)
 
     page.goto(f"{live_server.url}/p/{project.slug}/llm/")
     page.get_by_role("button", name="Start run").click()
     refusal = page.locator("#llm-runs [role=alert]")
-    expect(refusal).to_be_visible()
-    expect(refusal).to_be_in_viewport()
+    expect(refusal).to_contain_text("Set the model name")
+    seen(page, refusal)
+    expect(refusal).to_be_focused()
 
 
 def test_a_mode_beyond_the_ninth_by_keyboard(browser, live_server, world):
