@@ -331,14 +331,15 @@
     return list;
   }
 
+  // The message goes into #client-check, next to Submit; `keepFocus`: a field the user is typing in.
   function checkFailed(list, keepFocus) {
-    var box = document.getElementById("client-check");
-    if (!box || !window.siteErrors) { toast(list.join(" ")); return false; }
-    window.siteErrors.show(list.join(" "), box);
+    var region = document.getElementById("client-check");
+    if (!region || !window.siteErrors) { toast(list.join(" ")); return false; }
+    window.siteErrors.show(list.join(" "), region);
     if (keepFocus) keepFocus.focus();
     return false;
   }
-  function clearCheck() { var box = document.getElementById("client-check"); if (box) box.hidden = true; }
+  function clearCheck() { var region = document.getElementById("client-check"); if (region) region.hidden = true; }
 
   // ---- next trace: keep the draft or release the trace ------------------------------------------------
   function nextTrace() {
@@ -360,8 +361,9 @@
       state.dirty = false;
       next.submit();
     };
-    if (then !== "keep" || !editable) return go();
-    // Keep: store the draft first, so the trace waits under Drafts with the last change in it.
+    if (!editable || (then !== "keep" && !state.dirty)) return go();
+    // Store the draft first: kept, the trace waits under Drafts with the last change in it; released, an
+    // unsaved change is still not lost.
     var answered = function (e) {
       if (e.detail.elt !== form) return;
       document.body.removeEventListener("htmx:afterRequest", answered);
