@@ -57,6 +57,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    # DEBUG's URL list is for developers: users of the demo get our 404 page (annotator/views/errors.py).
+    "annotator.views.errors.OwnNotFoundPageMiddleware",
 ]
 
 ROOT_URLCONF = "annotator.urls"

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import re
 
+from collections.abc import Callable
+
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.template import loader
@@ -30,7 +33,9 @@ def forbidden(request: HttpRequest, exception: Exception | None = None) -> HttpR
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     reason = _reason(exception, "There is nothing at this address.")
-    return render(request, "404.html", {"reason": reason}, status=404)
+    response = render(request, "404.html", {"reason": reason}, status=404)
+    response.is_own_error_page = True
+    return response
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
@@ -42,3 +47,23 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
 def server_error(request: HttpRequest) -> HttpResponse:
     # No request context: the failure may have come from a context processor or the database.
     return HttpResponse(loader.get_template("500.html").render(), status=500)
+
+
+class OwnNotFoundPageMiddleware:
+    """With DEBUG on (the `make run` demo) Django answers an unknown address with its URL list, a page for
+    developers; the people using the demo get our 404 page instead. Other HTML 404s are ours already, and
+    JSON ones (the API) are left alone."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            settings.DEBUG
+            and response.status_code == 404
+            and response.get("Content-Type", "").startswith("text/html")
+            and not getattr(response, "is_own_error_page", False)
+        ):
+            return not_found(request)
+        return response

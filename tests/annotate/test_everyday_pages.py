@@ -216,3 +216,12 @@ def test_a_stale_form_gets_our_403_in_plain_words(project, annotator_a, queue):
     response = client.post(f"/p/{project.slug}/next/", {})
     assert response.status_code == 403
     assert "This page is out of date" in response.content.decode()
+
+
+def test_the_demo_shows_our_404_not_the_url_list(client, annotator_a, settings):
+    settings.DEBUG = True  # `make run`
+    client.force_login(annotator_a)
+    for path in ("/no/such/address/", "/p/no-such-project/"):
+        html = client.get(path).content.decode()
+        assert "Nothing here" in html and "URLconf" not in html, path
+    assert client.get("/api/projects/no-such-project/").headers["Content-Type"].startswith("application/json")
