@@ -7,7 +7,6 @@ page's alert region instead of swapping a whole page into a fragment.
 from __future__ import annotations
 
 import re
-
 from collections.abc import Callable
 
 from django.conf import settings
