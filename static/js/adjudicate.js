@@ -55,6 +55,7 @@
       var i = (current + k) % rows.length;
       if (!decided(i)) return select(i);
     }
+    if (window.siteErrors) window.siteErrors.hide(); // an earlier "not saved: choose ..." no longer holds
     toast("Every disputed mode is decided: s saves and opens the next disagreement");
   }
 

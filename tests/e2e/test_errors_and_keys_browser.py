@@ -4,8 +4,10 @@ the viewport and holds the focus), and the keyboard reaches every mode, the next
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from annotator.models import AdjudicationItem, Annotation, Assignment, GoldLabel, Membership, Project
 from annotator.services.annotations import do_save_draft
@@ -14,6 +16,13 @@ from annotator.services.payload import AnnotationPayload, Evidence, LabelInput
 from tests.factories import PASSWORD, BatchFactory, UserFactory, trace_with_steps
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+SCREENSHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
+
+
+def snap(page, name):
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
 
 
 @pytest.fixture
@@ -81,6 +90,7 @@ def test_submit_with_nothing_chosen_says_so_next_to_submit(browser, live_server,
     expect(check).to_contain_text("Choose at least one failure mode")
     seen(page, check)
     expect(check).to_be_focused()
+    snap(page, "submit-check")
     assert not Annotation.objects.filter(status="submitted").exists()
 
 
@@ -140,6 +150,7 @@ def test_failed_requests_reach_the_alert_region(browser, live_server, world):
     )
     page.keyboard.press("4")
     expect(alert).to_contain_text("The server failed to finish this (error 500)")
+    snap(page, "site-alert")
 
 
 def test_own_error_pages_with_navigation(browser, live_server, world):
@@ -203,6 +214,7 @@ def test_a_mode_beyond_the_ninth_by_keyboard(browser, live_server, world):
     open_next(page, live_server, project)
     chip = page.locator('.mode-row[data-mode="FM-3.1"] .mode-key')
     expect(chip).to_have_text("12")
+    snap(page, "mode-chips")
     page.keyboard.press("1")
     page.keyboard.press("2")
     expect(page.locator('input[name="labels"][value="FM-3.1"]')).to_be_checked()
@@ -271,6 +283,7 @@ def test_adjudicating_by_keyboard_alone(browser, live_server, world):
     expect(page.locator('tr.decision-row.is-current-decision[data-decision="FM-3.3"]')).to_be_visible()
     page.keyboard.press("x")
     page.keyboard.press("2")
+    snap(page, "adjudicate-keys")
     page.keyboard.press("s")
     page.wait_for_url(lambda url: f"/adjudication/{item.pk}/" not in url)  # saved, on to the next one
     item.refresh_from_db()
