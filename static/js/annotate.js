@@ -449,7 +449,7 @@
     var name = action.dataset.action;
     var row = action.closest(".mode-row");
     if (name === "help") openDialog("help-dialog");
-    else if (name === "next") nextTrace();
+    else if (name === "next") { e.preventDefault(); nextTrace(); }
     else if (name === "keep-draft" || name === "release") { e.preventDefault(); leave(name === "release" ? "release" : "keep"); }
     else if (name === "guidelines") openDialog("guidelines-dialog");
     else if (name === "close-dialog") action.closest("dialog").close();

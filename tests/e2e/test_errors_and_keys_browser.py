@@ -248,6 +248,8 @@ def test_g_asks_to_keep_the_draft_or_release_the_trace(browser, live_server, wor
     expect(dialog).to_be_visible()
     page.keyboard.press("Enter")
     page.wait_for_url(re.compile(rf"/a/{first.pk}/$"))
+    page.get_by_role("button", name=re.compile("^Next trace")).click()  # the mouse asks too
+    expect(dialog).to_be_visible()
     second = Assignment.objects.exclude(pk=first.pk).get(annotator=users["ana"])
     assert second.status == Assignment.Status.IN_PROGRESS and second.reserved_until is not None
     page.goto(f"{live_server.url}/p/{project.slug}/")
