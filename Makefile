@@ -36,7 +36,7 @@ migrate: install
 	$(PY) manage.py load_taxonomies
 
 demo: migrate
-	$(PY) manage.py seed_demo
+	HOST=$(HOST) PORT=$(PORT) $(PY) manage.py seed_demo
 
 run: demo
 	$(PY) manage.py runserver $(HOST):$(PORT)

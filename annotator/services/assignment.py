@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -139,7 +140,9 @@ def do_add_member(project: Project, user, role: str) -> int:
         return do_assign(project) if role == Role.ANNOTATOR else 0
 
 
-def do_claim_next(project: Project, user, *, now: datetime | None = None) -> Assignment | None:
+def do_claim_next(
+    project: Project, user, *, now: datetime | None = None, exclude: Iterable[int] = ()
+) -> Assignment | None:
     """Reserve the annotator's next open slot (queue order: trace, then id) for
     `project.reservation_minutes`; None when nothing is free.
 
@@ -151,7 +154,7 @@ def do_claim_next(project: Project, user, *, now: datetime | None = None) -> Ass
     """
     now = now or timezone.now()
     until = now + timedelta(minutes=project.reservation_minutes)
-    tried: list[int] = []
+    tried: list[int] = list(exclude)  # e.g. the trace the annotator is leaving: "next" means another one
     with transaction.atomic():
         for _ in range(_CLAIM_ATTEMPTS):
             candidate = (
@@ -169,6 +172,14 @@ def do_claim_next(project: Project, user, *, now: datetime | None = None) -> Ass
                 return candidate
             tried.append(candidate.pk)
     return None
+
+
+def do_release_assignment(assignment: Assignment) -> None:
+    """Give an open slot back to the queue (its draft, if any, stays): "Start next" may offer it again, and
+    re-balancing may move it to another annotator while nobody holds it."""
+    Assignment.objects.filter(pk=assignment.pk, status__in=Assignment.OPEN_STATUSES).update(
+        reserved_until=None, updated_at=timezone.now()
+    )
 
 
 def try_reserve(assignment_id: int, *, now: datetime, until: datetime) -> bool:

@@ -99,9 +99,12 @@ def do_forget_key(project: Project, *, actor=None) -> None:
 
 
 def llm_rater(project: Project, model: str):
-    """The rater user for `model` (``llm:<model>``, kind llm): inactive, no usable password, an annotator
-    member of the project so agreement reports list it, and never a candidate for human work (see
-    annotator.raters)."""
+    """The rater user for `model` (``llm:<model>``, kind llm): inactive, no usable password, and never a
+    candidate for human work (see annotator.raters). It becomes an annotator member of the project (so
+    agreement reports list it) with its first stored label: `add_llm_member`."""
     user = get_llm_rater(model)
-    Membership.objects.get_or_create(project=project, user=user, role=Role.ANNOTATOR)
     return user
+
+
+def add_llm_member(project_id: int, user) -> None:
+    Membership.objects.get_or_create(project_id=project_id, user=user, role=Role.ANNOTATOR)

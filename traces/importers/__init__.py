@@ -95,12 +95,13 @@ def _is_empty(head: bytes) -> bool:
 def detect_head(head: bytes, filename: str) -> str:
     """Format name for a file's first bytes and name; TraceFormatError when nothing matches."""
     if _is_empty(head):
-        raise TraceFormatError("the file is empty", file=filename)
+        raise TraceFormatError("the file is empty: there are no traces in it", file=filename)
     found = _sniffed(head, filename)
     if found is None:
         raise TraceFormatError(
             f"unknown format: the file is {describe_head(head, filename)}, which matches none of the "
-            f"known formats ({_known()}); choose the format if you know it",
+            f"known formats ({_known()}); choose its format if you know it (the Format list when uploading, "
+            "--format on the command line)",
             file=filename,
         )
     return found
@@ -153,7 +154,7 @@ def check_forced_format(head: bytes, filename: str, fmt: str) -> None:
     """A forced format must fit the file: an empty file, or a file that another format recognises and the
     forced one does not, is an error naming both (a file no format recognises is left to the parser)."""
     if _is_empty(head):
-        raise TraceFormatError("the file is empty", file=filename)
+        raise TraceFormatError("the file is empty: there are no traces in it", file=filename)
     module = FORMATS[fmt]
     if module.sniff(head, filename):
         return
