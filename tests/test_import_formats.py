@@ -113,7 +113,7 @@ def test_the_upload_page_reports_a_wrong_format_per_file(
     assert job.status == "failed"
     errors = {e["file"]: e["error"] for e in job.errors}
     assert "expected tau2_bench" in errors["22.json"] and "who_and_when" in errors["22.json"]
-    assert errors["empty.jsonl"].endswith("the file is empty")
+    assert errors["empty.jsonl"].endswith("the file is empty: there are no traces in it")
     assert all("/" not in e.split(":")[0] for e in errors.values())  # the display name, never a server path
 
 
