@@ -226,17 +226,17 @@ def _records(
 ) -> Iterator[Iterator[TraceRecord]]:
     """The seam between files and sources: a file streams through its parser (bytes counted for
     progress); a source (dataset folder, hf:// repo), or a file read with column options, goes to its
-    format's ``parse_source``."""
+    format's ``parse_source``. Either way every record passes the size, depth and duplicate-id checks."""
     module = _parser(fmt, name)
     if importers.is_source(path) or (options and hasattr(module, "parse_source")):
         if not hasattr(module, "parse_source"):
             raise TraceFormatError(f"format {fmt!r} reads files, not folders or Hub repos", file=name)
-        yield module.parse_source(str(path), **(options or {}))
+        yield importers.guarded(module.parse_source(str(path), **(options or {})), name)
         return
     if options:
         raise TraceFormatError(f"format {fmt!r} takes no column mapping, split or config", file=name)
     with Path(path).open("rb") as raw:
-        yield module.parse(_CountingReader(raw, on_read) if on_read else raw, name)
+        yield importers.guarded(module.parse(_CountingReader(raw, on_read) if on_read else raw, name), name)
 
 
 def _import_one(
