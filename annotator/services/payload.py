@@ -121,7 +121,7 @@ def _confidence(value: Any) -> int | None:
 def _elapsed(value: Any) -> int:
     try:
         seconds = int(float(value or 0))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: "1e999" is infinite
         return 0  # the clock is a convenience; a garbled value must not block a save
     return min(max(seconds, 0), MAX_ELAPSED_PER_SAVE)
 
@@ -204,6 +204,6 @@ def version_from(value: Any) -> int:
         version = int(value)
     except (TypeError, ValueError):
         raise PayloadError("The form is missing its version; reload the page") from None
-    if version < 0:
-        raise PayloadError("The version must be 0 or more")
+    if not 0 <= version <= 2**31 - 1:
+        raise PayloadError("The version must be a whole number from 0 to 2,147,483,647")
     return version

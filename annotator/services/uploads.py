@@ -15,10 +15,20 @@ from traces.models import ImportJob
 
 
 class UploadError(ValueError):
-    pass
+    status = 400
+
+
+class UploadTooLarge(UploadError):
+    status = 413
 
 
 def check_upload_request(batch_name: str, fmt: str, files: list[UploadedFile]) -> None:
+    from annotator.middleware import max_upload_bytes, upload_too_large_message
+
+    # The guard middleware refuses a too-large request by its Content-Length; a chunked one has none.
+    size = sum(upload.size or 0 for upload in files)
+    if size > max_upload_bytes():
+        raise UploadTooLarge(upload_too_large_message(size))
     if not batch_name.strip():
         raise UploadError("Name the batch these traces go into.")
     if fmt and fmt not in importers.FORMATS:
