@@ -86,10 +86,9 @@ def record_too_large(size: int, limits: Limits) -> LimitExceeded:
 
 _TOKENS = re.compile(rb'\\[\s\S]?|"|[\[\]{}]')  # a lone backslash ends a piece
 _SLICE = 1024 * 1024
-# +1 for an opening bracket, -1 for a closing one, 0 for anything else (outside strings).
-_DELTA = np.zeros(256, dtype=np.int8)
-_DELTA[list(b"[{")] = 1
-_DELTA[list(b"]}")] = -1
+# bytes.translate tables (C speed): 1 for a quote; +1 for an opening bracket, -1 (255) for a closing one.
+_QUOTE = bytes(1 if b == ord('"') else 0 for b in range(256))
+_BRACKET = bytes(1 if b in b"[{" else 255 if b in b"]}" else 0 for b in range(256))
 _OPEN, _CLOSE = frozenset(b"[{"), frozenset(b"]}")
 
 
@@ -145,30 +144,26 @@ class JsonScanner:
         if text.endswith(b"\\"):  # a lone backslash can only remain at the end: its pair is next
             self.escape_pending = True
             text = text[:-1]
-        parts = text.split(b'"')
-        first_inside = 0 if self.in_string else 1
-        inside = [len(p) for p in parts[first_inside::2]]
-        if inside:
-            if self.in_string:
-                inside[0] += self.run
-            if max(inside) > limits.max_value_bytes:
-                return False
-            ends_inside = (len(parts) - 1) % 2 == first_inside
-            self.run = inside[-1] if ends_inside else 0
-            self.in_string = ends_inside
-        outside = b"".join(parts[1 - first_inside :: 2])
-        if outside:
-            opens = outside.count(b"[") + outside.count(b"{")
-            if opens:
-                if self.depth + opens > limits.max_depth:
-                    levels = np.cumsum(_DELTA[np.frombuffer(outside, dtype=np.uint8)], dtype=np.int64)
-                    if self.depth + int(levels.max()) > limits.max_depth:
-                        return False
-                    self.depth += int(levels[-1])
-                else:
-                    self.depth += opens - outside.count(b"]") - outside.count(b"}")
-            else:
-                self.depth -= outside.count(b"]") + outside.count(b"}")
+        if not text:
+            return True
+        quote = np.frombuffer(text.translate(_QUOTE), dtype=np.uint8)
+        # Inside a string after an odd number of quotes (counting the one that opened it, if any).
+        inside = (np.cumsum(quote, dtype=np.int32) + self.in_string) & 1
+        positions = np.flatnonzero(quote)
+        if self.in_string:  # the open string began before this piece: a virtual quote for its run
+            positions = np.concatenate(([-1 - self.run], positions))
+        opened, closed = positions[0::2], positions[1::2]
+        longest = int((closed - opened[: len(closed)] - 1).max()) if len(closed) else 0
+        ends_inside = len(opened) > len(closed)
+        run = len(text) - int(opened[-1]) - 1 if ends_inside else 0
+        if max(longest, run) > limits.max_value_bytes:
+            return False
+        delta = np.frombuffer(text.translate(_BRACKET), dtype=np.int8)
+        levels = np.cumsum(delta * (1 - inside), dtype=np.int32)
+        if self.depth + int(levels.max()) > limits.max_depth:
+            return False
+        self.depth += int(levels[-1])
+        self.in_string, self.run = bool(ends_inside), run
         return True
 
     def _slow(self, data: bytes) -> int:
@@ -211,14 +206,18 @@ def check_json_bytes(data: bytes | str, limits: Limits | None = None) -> None:
     """Raise LimitExceeded when one JSON document is nested too deeply or holds too long a value."""
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogatepass")
-    JsonScanner(limits).check(data)
+    bounds = limits or _limits
+    if len(data) <= bounds.max_value_bytes and data.count(b"[") + data.count(b"{") <= bounds.max_depth:
+        return  # too few brackets to nest too deep, too short to hold a too-long value
+    JsonScanner(bounds).check(data)
 
 
 def check_record(raw: Any, extra_bytes: int = 0, limits: Limits | None = None) -> None:
-    """The last gate before a record becomes rows: its JSON must fit in a row and be shallow enough.
+    """The last gate before a record becomes rows: its JSON must fit in a row.
 
-    Parsed input was scanned already, but values built in code (a dataset row, a JSON string inside a
-    field) were not; serialising here also proves the record can be stored as JSON at all.
+    Depth was checked on the bytes as they were parsed (and JSON found inside fields by ``json_loads``);
+    dataset rows have the depth their schema gives them. Serialising here also proves the record can be
+    stored as JSON at all.
     """
     limits = limits or _limits
     try:
@@ -228,7 +227,6 @@ def check_record(raw: Any, extra_bytes: int = 0, limits: Limits | None = None) -
     size = len(text) + extra_bytes
     if size > limits.max_record_bytes:
         raise record_too_large(size, limits)
-    check_json_bytes(text, limits)
 
 
 def json_loads(text: str | bytes, **kwargs: Any) -> Any:
