@@ -192,3 +192,36 @@ def test_deeply_nested_tool_arguments_stay_text_instead_of_crashing():
     data = json.dumps([{"id": "x", "messages": [message]}]).encode()
     (record,) = guarded(openai_chat.parse(io.BytesIO(data), "tools.json"), "tools.json")
     assert record.steps[0].tool_args == arguments
+
+
+def test_an_otlp_export_with_a_deeply_nested_attribute_names_the_span(tmp_path: Path):
+    from traces.importers._writers import otel_document
+
+    doc = otel_document(list(synthetic_traces(1, steps=3)))
+    text = json.dumps(doc)
+    spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    marker = json.dumps(spans[2]["attributes"][0])
+    path = tmp_path / "otlp.json"
+    nested = '{"key": "deep", "value": {"arrayValue": ' + deep() + "}}"
+    path.write_text(text.replace(marker, nested + ", " + marker, 1))
+    with pytest.raises(TraceFormatError, match=r"otlp\.json, record 3: nested deeper than 100 levels"):
+        list(iter_records(path, "otel"))
+
+
+def test_dataset_rows_go_through_the_same_gates(tmp_path: Path):
+    from traces.importers.hf_dataset import parse_source
+
+    datasets = pytest.importorskip("datasets")
+    rows = [
+        {"trace_id": "r1", "messages": json.dumps([{"role": "user", "content": "hi"}])},
+        {"trace_id": "r2", "messages": deep(5000)},  # JSON text nested 5,000 deep in a column: kept as text
+        {"trace_id": "r1", "messages": json.dumps([{"role": "user", "content": "again"}])},
+    ]
+    folder = tmp_path / "ds"
+    (folder / "data").mkdir(parents=True)
+    datasets.Dataset.from_list(rows).to_parquet(str(folder / "data" / "train-00000.parquet"))
+    records = guarded(parse_source(str(folder)), "ds")
+    first, second = next(records), next(records)
+    assert first.external_id == "r1" and second.steps[0].content == deep(5000)
+    with pytest.raises(TraceFormatError, match=r"^ds, record 3: duplicate trace id 'r1': record 3 repeats"):
+        next(records)
