@@ -150,3 +150,25 @@ def test_the_upload_page_states_the_limit(client, owner, project, settings):
     client.force_login(owner)
     page = client.get(f"/p/{S}/import/").content.decode()
     assert 'data-max-upload-mb="7"' in page and "up to 7 MB per import" in page
+
+
+def test_infinite_numbers_in_json_bodies_are_400_not_500(
+    client, project, trace, slot, annotator_a, adjudicator
+):
+    # JSON allows 1e999, which Python reads as infinity: int() of it raised OverflowError, a 500.
+    from annotator.models import AdjudicationItem
+
+    client.force_login(annotator_a)
+    body = '{"version": 1e999, "labels": []}'
+    url = f"/api/projects/{S}/assignments/{slot.pk}/annotation/"
+    assert client.put(url, body, content_type="application/json").status_code == 400
+    item = AdjudicationItem.objects.create(project=project, trace=trace, status="open")
+    client.force_login(adjudicator)
+    base = f"/api/projects/{S}/adjudication/{item.pk}"
+    for tail, payload in (
+        ("decide/", '{"version": 1e999, "decisions": []}'),
+        ("decide/", '{"version": 1, "decisions": [{"mode": "FM-1.1", "choice": "a", "steps": [1e999]}]}'),
+        ("reopen/", '{"version": 1e999}'),
+    ):
+        response = client.post(f"{base}/{tail}", payload, content_type="application/json")
+        assert 400 <= response.status_code < 500, (tail, payload, response.status_code)

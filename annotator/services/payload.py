@@ -114,7 +114,7 @@ def _confidence(value: Any) -> int | None:
         return None
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise PayloadError("Confidence must be a number from 1 to 5") from None
 
 
@@ -202,7 +202,7 @@ def version_from(value: Any) -> int:
     """The annotation version a save is based on (0: there was no annotation yet)."""
     try:
         version = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: 1e999
         raise PayloadError("The form is missing its version; reload the page") from None
     if not 0 <= version <= 2**31 - 1:
         raise PayloadError("The version must be a whole number from 0 to 2,147,483,647")
