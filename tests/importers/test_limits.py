@@ -225,3 +225,13 @@ def test_dataset_rows_go_through_the_same_gates(tmp_path: Path):
     assert first.external_id == "r1" and second.steps[0].content == deep(5000)
     with pytest.raises(TraceFormatError, match=r"^ds, record 3: duplicate trace id 'r1': record 3 repeats"):
         next(records)
+
+
+def test_detecting_the_format_of_a_deeply_nested_file_does_not_crash(tmp_path: Path):
+    from traces.importers import detect_format
+
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"id": "a", "steps": ' + deep(20_000) + "}\n")  # the first line fits in the sniffed head
+    assert detect_format(path) == "native"
+    with pytest.raises(TraceFormatError, match=r"line 1: nested deeper than 100 levels"):
+        list(iter_records(path))

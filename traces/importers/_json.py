@@ -284,6 +284,6 @@ def first_line(head: bytes) -> Any:
                 return None
             try:
                 return json.loads(raw, parse_constant=_no_nan)
-            except (ValueError, UnicodeDecodeError):
+            except (ValueError, UnicodeDecodeError, RecursionError):  # the parser names the problem later
                 return None
     return None
