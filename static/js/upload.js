@@ -48,7 +48,8 @@
   // The server's 400 and 413 answers carry the message: show them where the result would be.
   document.body.addEventListener("htmx:beforeSwap", (event) => {
     const status = event.detail.xhr.status;
-    if (event.detail.elt === form && (status === 400 || status === 413)) {
+    const source = event.detail.requestConfig && event.detail.requestConfig.elt;
+    if (source === form && (status === 400 || status === 413)) {
       event.detail.shouldSwap = true;
       event.detail.isError = false;
     }
