@@ -15,29 +15,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.utils.html import format_html
 
-MB = 1024 * 1024
+from annotator.services.uploads import MB, max_upload_bytes, upload_too_large_message
+
 # Room for the form fields and multipart boundaries that travel with the files.
 _FORM_SLACK = 1 * MB
 _FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
 # \u0000 in JSON text, unless its backslash is itself escaped (then it is the literal text "\u0000").
 _JSON_NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000", re.IGNORECASE)
 NUL = "\x00"
-
-
-def max_upload_bytes() -> int:
-    return settings.IMPORT_MAX_UPLOAD_MB * MB
-
-
-def upload_too_large_message(size: int) -> str:
-    return (
-        f"The upload is {size / MB:.1f} MB; at most {settings.IMPORT_MAX_UPLOAD_MB} MB can be sent at "
-        "once (IMPORT_MAX_UPLOAD_MB). Send the files in several imports into the same batch."
-    )
 
 
 class InputGuardMiddleware:

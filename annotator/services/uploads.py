@@ -13,6 +13,8 @@ from annotator.models import Project
 from traces import importers
 from traces.models import ImportJob
 
+MB = 1024 * 1024
+
 
 class UploadError(ValueError):
     status = 400
@@ -22,9 +24,18 @@ class UploadTooLarge(UploadError):
     status = 413
 
 
-def check_upload_request(batch_name: str, fmt: str, files: list[UploadedFile]) -> None:
-    from annotator.middleware import max_upload_bytes, upload_too_large_message
+def max_upload_bytes() -> int:
+    return settings.IMPORT_MAX_UPLOAD_MB * MB
 
+
+def upload_too_large_message(size: int) -> str:
+    return (
+        f"The upload is {size / MB:.1f} MB; at most {settings.IMPORT_MAX_UPLOAD_MB} MB can be sent at "
+        "once (IMPORT_MAX_UPLOAD_MB). Send the files in several imports into the same batch."
+    )
+
+
+def check_upload_request(batch_name: str, fmt: str, files: list[UploadedFile]) -> None:
     # The guard middleware refuses a too-large request by its Content-Length; a chunked one has none.
     size = sum(upload.size or 0 for upload in files)
     if size > max_upload_bytes():
