@@ -172,3 +172,30 @@ def test_infinite_numbers_in_json_bodies_are_400_not_500(
     ):
         response = client.post(f"{base}/{tail}", payload, content_type="application/json")
         assert 400 <= response.status_code < 500, (tail, payload, response.status_code)
+
+
+def test_deeply_nested_json_in_a_form_field_is_a_400_not_a_recursion_error(client, annotator_a, slot):
+    client.force_login(annotator_a)
+    deep = "[" * 50_000 + "]" * 50_000
+    response = client.post(
+        f"/p/{S}/a/{slot.pk}/save/", {"version": "0", "labels": ["FM-1.1"], "evidence:FM-1.1": deep}
+    )
+    assert 400 <= response.status_code < 500
+
+
+def test_label_files_and_taxonomy_files_have_the_same_depth_bound(tmp_path):
+    import io
+
+    from annotator.label_formats import parse_annotations_jsonl
+    from taxonomy.schema import TaxonomyFileError, load_taxonomy_file
+    from traces.importers.records import TraceFormatError
+
+    deep = "[" * 100_000 + "]" * 100_000
+    body = f'{{"trace": "t1", "annotator": "x", "labels": []}}\n{{"trace": "t2", "labels": {deep}}}\n'
+    with pytest.raises(TraceFormatError, match=r"^labels\.jsonl, line 2: nested deeper than 100 levels"):
+        list(parse_annotations_jsonl(io.BytesIO(body.encode()), "labels.jsonl"))
+    for name in ("deep.json", "deep.yaml"):
+        path = tmp_path / name
+        path.write_text('{"slug": ' + deep + "}")
+        with pytest.raises(TaxonomyFileError, match="nested too deeply"):
+            load_taxonomy_file(path)

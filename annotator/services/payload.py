@@ -6,9 +6,10 @@ Parsing checks shape only (types, sizes); whether the modes and steps exist is t
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
+
+from traces.importers import limits
 
 MAX_QUOTE = 2_000
 MAX_NOTE = 10_000
@@ -176,7 +177,7 @@ def payload_from_form(post) -> AnnotationPayload:
         evidence = []
         for j, raw in enumerate(post.getlist(f"evidence:{code}")):
             try:
-                item = json.loads(raw)
+                item = limits.json_loads(raw)  # a form field could be nested deep enough to recurse out
             except ValueError:
                 raise PayloadError(f"Evidence {j + 1} of {code} is malformed; pin the step again") from None
             evidence.append(_evidence(item, f"{code} evidence {j + 1}"))
