@@ -226,7 +226,7 @@ def _records(
 ) -> Iterator[Iterator[TraceRecord]]:
     """The seam between files and sources: a file streams through its parser (bytes counted for
     progress); a source (dataset folder, hf:// repo), or a file read with column options, goes to its
-    format's ``parse_source``. Either way every record passes the size, depth and duplicate-id checks."""
+    format's ``parse_source``. Either way every record passes the row-size and duplicate-id checks."""
     module = _parser(fmt, name)
     if importers.is_source(path) or (options and hasattr(module, "parse_source")):
         if not hasattr(module, "parse_source"):

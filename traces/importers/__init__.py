@@ -114,9 +114,10 @@ def _position(record: TraceRecord) -> str:
 
 
 def guarded(records: Iterable[TraceRecord], filename: str) -> Iterator[TraceRecord]:
-    """The records of one file, each checked before it may become rows: no larger and no deeper than
-    the limits (its JSON is what the database stores), and no trace id used twice in the file (the
-    second would be a different trace under the same name, or the same one counted twice).
+    """The records of one file, each checked before it may become rows: no larger than the record
+    limit (its JSON is what the database stores; depth was checked as the bytes were parsed), and no
+    trace id used twice in the file (the second would be a different trace under the same name, or the
+    same one counted twice).
 
     The import service applies it; the parsers alone stay constant-memory (the ids seen are not).
     """
