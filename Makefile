@@ -5,6 +5,8 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# A worker child above this resident memory (KB) is replaced after its task (2 GB).
+WORKER_MAX_MEMORY_KB ?= 2097152
 
 .PHONY: run test install install-test lint format bench worker migrate demo clean
 
@@ -53,7 +55,7 @@ lint: install-test
 # A Celery worker with the beat scheduler embedded (-B: the periodic job reconciliation, see
 # docs/jobs.md). Run one beat per installation: further workers use `celery -A annotator.celery worker`.
 worker: install
-	$(VENV)/bin/celery -A annotator.celery worker -B --loglevel INFO
+	$(VENV)/bin/celery -A annotator.celery worker -B --loglevel INFO --max-memory-per-child $(WORKER_MAX_MEMORY_KB)
 
 bench: install-test
 	$(PY) bench/run_all.py

@@ -65,6 +65,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Before anything reads the body: refuses oversized uploads unread and NUL bytes in any input.
+    "annotator.middleware.InputGuardMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -142,6 +144,13 @@ UPLOAD_DIR = VAR_DIR / "uploads"
 EXPORT_DIR = VAR_DIR / "exports"
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# Import limits (see .env.example): one request's files, and what every parser accepts per record.
+IMPORT_MAX_UPLOAD_MB = envint("IMPORT_MAX_UPLOAD_MB", 512)
+IMPORT_MAX_DEPTH = envint("IMPORT_MAX_DEPTH", 100)
+IMPORT_MAX_VALUE_MB = envint("IMPORT_MAX_VALUE_MB", 32)
+IMPORT_MAX_RECORD_MB = envint("IMPORT_MAX_RECORD_MB", 64)
+IMPORT_MAX_ARCHIVE_MB = envint("IMPORT_MAX_ARCHIVE_MB", 2048)
+IMPORT_MAX_ZIP_RATIO = envint("IMPORT_MAX_ZIP_RATIO", 200)
 
 REDIS_URL = envstr("REDIS_URL")
 # The cache is an accelerator, never a dependency: with Redis down every call answers "no cache" within

@@ -296,19 +296,22 @@ def _records(
 ) -> Iterator[Iterator[TraceRecord]]:
     """The seam between files and sources: a file streams through its parser (bytes counted for
     progress); a source (dataset folder, hf:// repo), or a file read with column options, goes to its
-    format's ``parse_source``."""
+    format's ``parse_source``. Either way every record passes the row-size and duplicate-id checks."""
     module = _parser(fmt, name)
     if importers.is_source(path) or (options and hasattr(module, "parse_source")):
         if not hasattr(module, "parse_source"):
             raise TraceFormatError(f"format {fmt!r} reads files, not folders or Hub repos", file=name)
-        yield module.parse_source(str(path), **(options or {}))
+        yield importers.guarded(module.parse_source(str(path), **(options or {})), name)
         return
     if options:
         raise TraceFormatError(f"format {fmt!r} takes no column mapping, split or config", file=name)
     head = importers.read_head(Path(path))
     with Path(path).open("rb") as raw:
-        # parse_file fails loudly: an empty file, a format that does not fit, or no trace at all.
-        yield importers.parse_file(_CountingReader(raw, on_read) if on_read else raw, name, head, fmt)
+        # parse_file fails loudly: an empty file, a format that does not fit, or no trace at all; guarded
+        # bounds every record (size, ids repeated within the file).
+        yield importers.guarded(
+            importers.parse_file(_CountingReader(raw, on_read) if on_read else raw, name, head, fmt), name
+        )
 
 
 def _import_one(

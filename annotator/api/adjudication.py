@@ -204,7 +204,7 @@ def decide(request, slug: str, item_id: int):
     body = request.data if isinstance(request.data, dict) else {}
     try:
         base = int(body.get("version"))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a version of 1e999
         return Response({"errors": ["version (the item's version you decided on) is required"]}, status=400)
     try:
         do_decide(current, decision_from_json(body), actor=request.user, base_version=base)
@@ -238,7 +238,7 @@ def reopen(request, slug: str, item_id: int):
             base_version=int(body.get("version", -1)),
             note=str(body.get("note", "")),
         )
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return Response({"errors": ["version must be a number"]}, status=400)
     except AdjudicationConflict as conflict:
         return Response(

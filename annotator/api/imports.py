@@ -44,7 +44,11 @@ JobStatus = inline_serializer(
             },
         )
     },
-    responses={202: JobStatus, 400: OpenApiResponse(description="What is wrong with the request")},
+    responses={
+        202: JobStatus,
+        400: OpenApiResponse(description="What is wrong with the request"),
+        413: OpenApiResponse(description="The files are larger than IMPORT_MAX_UPLOAD_MB"),
+    },
 )
 @api_view(["POST"])
 @parser_classes([MultiPartParser, FormParser])
@@ -61,7 +65,7 @@ def start_import(request, slug: str):
             in {"1", "true", "on"},
         )
     except UploadError as error:
-        return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response({"detail": str(error)}, status=error.status)
     job.refresh_from_db()
     return Response(job_progress(job), status=status.HTTP_202_ACCEPTED)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +10,7 @@ from annotator.models import Project
 from annotator.raters import rater_source
 from annotator.services.label_import import IncomingAnnotation, LabelImportError
 from traces import importers
+from traces.importers import limits
 from traces.importers.records import TraceFormatError
 from traces.models import Trace
 from traces.services import content_hash
@@ -23,8 +23,8 @@ def detect_label_format(path: Path, name: str = "") -> str:
     with path.open("rb") as stream:
         first = next((line for line in stream if line.strip()), b"")
     try:
-        obj = json.loads(first)
-    except ValueError:
+        obj = limits.json_loads(first)
+    except ValueError:  # LimitExceeded too: the format's parser then names the line
         obj = None
     if isinstance(obj, dict) and "trace" in obj and "steps" not in obj:
         return "jsonl"

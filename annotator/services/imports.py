@@ -142,7 +142,10 @@ def do_run_import_job(job_id: int) -> ImportJob:
     job = ImportJob.objects.select_related("project", "created_by").get(pk=job_id)
     files = [(Path(item["path"]), item["name"]) for item in job.files]
 
+    reached = {"records": 0}
+
     def progress(bytes_done: int, records: int) -> None:
+        reached["records"] = records
         cache.set(progress_key(job_id), {"bytes": bytes_done, "records": records}, timeout=24 * 3600)
 
     try:
@@ -161,6 +164,13 @@ def do_run_import_job(job_id: int) -> ImportJob:
         job.errors = [{"file": f.name, "error": f.error} for f in failure.result.files if f.error]
         job.error = "Nothing was imported: fix the files listed and try again."
         job.summary = failure.result.as_dict()
+    except (MemoryError, RecursionError) as error:
+        # Input the limits did not catch: this job fails, the worker lives on. Re-raised, a MemoryError
+        # makes Celery's pool give up on the whole worker.
+        log.warning("import job %s ran out of %s", job_id, type(error).__name__)
+        job.status = ImportJob.Status.FAILED
+        job.errors = [{"file": _file_names(files), "error": _resource_message(error, reached["records"])}]
+        job.error = "Nothing was imported: the import ran out of resources."
     except Exception as error:  # an unexpected bug must still end the job visibly, then surface
         log.exception("import job %s crashed", job_id)
         job.status = ImportJob.Status.FAILED
@@ -180,3 +190,15 @@ def do_run_import_job(job_id: int) -> ImportJob:
     job.save()
     remove_uploads(job)
     return job
+
+
+def _file_names(files: list[tuple[Path, str]]) -> str:
+    return ", ".join(name for _, name in files)
+
+
+def _resource_message(error: BaseException, records: int) -> str:
+    what = "memory" if isinstance(error, MemoryError) else "stack (a record nested too deeply)"
+    return (
+        f"the import ran out of {what} after about {records} records and was stopped; nothing was "
+        "imported. Split the file, or ask the administrator about the IMPORT_MAX_* limits."
+    )

@@ -69,8 +69,8 @@ def check_run_request(
     if batch is None:
         names = ", ".join(project.batches.order_by("name").values_list("name", flat=True)[:20]) or "none yet"
         raise LLMRunError(f"No batch {batch_name!r} in this project (its batches: {names}).")
-    if limit is not None and limit < 1:
-        raise LLMRunError("The limit must be at least 1.")
+    if limit is not None and not 1 <= limit <= 2**31 - 1:
+        raise LLMRunError("The limit must be a whole number from 1 to 2,147,483,647.")
     try:
         if check_url:
             check_base_url(config.base_url, settings.LLM_ALLOWED_BASE_URLS)

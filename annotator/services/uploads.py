@@ -17,12 +17,33 @@ from annotator.models import ImportJob, Project
 from annotator.services.jobs import send_job
 from traces import importers
 
+MB = 1024 * 1024
+
 
 class UploadError(ValueError):
-    pass
+    status = 400
+
+
+class UploadTooLarge(UploadError):
+    status = 413
+
+
+def max_upload_bytes() -> int:
+    return settings.IMPORT_MAX_UPLOAD_MB * MB
+
+
+def upload_too_large_message(size: int) -> str:
+    return (
+        f"The upload is {size / MB:.1f} MB; at most {settings.IMPORT_MAX_UPLOAD_MB} MB can be sent at "
+        "once (IMPORT_MAX_UPLOAD_MB). Send the files in several imports into the same batch."
+    )
 
 
 def check_upload_request(batch_name: str, fmt: str, files: list[UploadedFile]) -> None:
+    # The guard middleware refuses a too-large request by its Content-Length; a chunked one has none.
+    size = sum(upload.size or 0 for upload in files)
+    if size > max_upload_bytes():
+        raise UploadTooLarge(upload_too_large_message(size))
     if not batch_name.strip():
         raise UploadError("Name the batch these traces go into.")
     if fmt and fmt not in importers.FORMATS:

@@ -252,10 +252,7 @@ def item_page(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
         decision = decision_from_form(item, request.POST)
     except AdjudicationInvalid as error:
         return _page(request, project, item, errors=error.messages, code=422)
-    try:
-        base = int(request.POST.get("version", "-1"))
-    except ValueError:
-        base = -1  # never a stored version: refused as stale, and the form is echoed back
+    base = _version(request)  # -1 is never a stored version: refused as stale, the form echoed back
     try:
         do_decide(item, decision, actor=request.user, base_version=base)
     except AdjudicationConflict as conflict:
@@ -286,9 +283,10 @@ def item_steps(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
 
 def _version(request: HttpRequest) -> int:
     try:
-        return int(request.POST.get("version", "-1"))
+        version = int(request.POST.get("version", "-1"))
     except ValueError:
         return -1
+    return version if 0 <= version <= 2**31 - 1 else -1
 
 
 @require_POST

@@ -172,7 +172,7 @@ def start_run(request: HttpRequest, slug: str) -> HttpResponse:
     project = _owner(request, slug)
     form = StartRunForm(request.POST)
     if not form.is_valid():
-        error = "Choose a batch (and a limit of at least 1, if any)."
+        error = "Choose a batch (and a limit from 1 to 2,147,483,647, if any)."
         return _respond(request, project, "_llm_runs.html", _runs_context(project, form), error=error)
     try:
         run = do_start_run(

@@ -70,6 +70,7 @@ class TraceRecord:
     raw: Any = None  # the original record (JSON-able), kept for lossless export
     annotations: list[AnnotationRecord] = field(default_factory=list)
     record_no: int = 0  # 1-based position of the record in its file (for error messages)
+    line_no: int | None = field(default=None, compare=False)  # its line in line-based files (JSONL)
 
 
 class TraceFormatError(ValueError):
