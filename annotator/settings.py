@@ -183,7 +183,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # drf-spectacular's generator with the shared 400/401/403/404 answers documented on every operation.
+    "DEFAULT_SCHEMA_CLASS": "annotator.api.schema.AutoSchema",
+    # Every error body in one documented shape: {"detail", "errors"?, "fields"?} (annotator/api/errors.py).
+    "EXCEPTION_HANDLER": "annotator.api.errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Trace annotator API",

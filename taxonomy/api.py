@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers, viewsets
 
 from taxonomy.models import FailureMode, Taxonomy
@@ -56,6 +57,7 @@ class TaxonomySerializer(serializers.ModelSerializer):
         version = self._version(taxonomy)
         return version.labelling_mode if version else None
 
+    @extend_schema_field(FailureModeSerializer(many=True))
     def get_modes(self, taxonomy: Taxonomy) -> list[dict]:
         version = self._version(taxonomy)
         if version is None:

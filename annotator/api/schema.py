@@ -1,0 +1,31 @@
+"""The OpenAPI generator: drf-spectacular's, with the error answers every operation can give documented once.
+
+Any operation can answer 400 (a malformed request), 401 (no credentials), 403 (a role it needs) and 404 (an
+unknown or foreign project or object), each with ErrorSerializer's body; an operation documents its own
+shape for a code (409 conflicts) and that one wins.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
+from drf_spectacular.utils import OpenApiResponse
+
+from annotator.api.errors import ErrorSerializer
+
+DEFAULT_ERRORS = {
+    "400": "The request is not valid: `detail` says why, `fields` where",
+    "401": "No valid credentials (send `Authorization: Token ...` or sign in)",
+    "403": "You are a member of the project without the role this needs",
+    "404": "No such project or object, or not one you may see",
+}
+
+
+class AutoSchema(SpectacularAutoSchema):
+    def _get_response_bodies(self, direction="response"):
+        responses = super()._get_response_bodies(direction)
+        for code, description in DEFAULT_ERRORS.items():
+            if code not in responses:
+                responses[code] = self._get_response_for_code(
+                    OpenApiResponse(ErrorSerializer, description=description), code, direction=direction
+                )
+        return responses
