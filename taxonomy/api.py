@@ -9,8 +9,8 @@ from taxonomy.models import FailureMode, Taxonomy
 
 
 class FailureModeSerializer(serializers.ModelSerializer):
-    category = serializers.CharField(source="category.code", default=None, read_only=True)
-    parent = serializers.CharField(source="parent.code", default=None, read_only=True)
+    category = serializers.CharField(source="category.code", default=None, read_only=True, allow_null=True)
+    parent = serializers.CharField(source="parent.code", default=None, read_only=True, allow_null=True)
 
     class Meta:
         model = FailureMode
@@ -28,6 +28,10 @@ class FailureModeSerializer(serializers.ModelSerializer):
 
 
 class TaxonomySerializer(serializers.ModelSerializer):
+    # A plain string: the schema of a blank-allowed URL field is a `oneOf` that "" matches twice.
+    source_url = serializers.CharField(
+        read_only=True, help_text="Where the taxonomy is published; may be empty"
+    )
     latest_version = serializers.SerializerMethodField()
     labelling_mode = serializers.SerializerMethodField()
     modes = serializers.SerializerMethodField()
