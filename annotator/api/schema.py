@@ -1,7 +1,8 @@
 """The OpenAPI generator: drf-spectacular's, with the error answers every operation can give documented once.
 
 Any operation can answer 400 (a malformed request), 401 (no credentials), 403 (a role it needs) and 404 (an
-unknown or foreign project or object), each with ErrorSerializer's body; an operation documents its own
+unknown or foreign project or object), and an operation that reads a body 415 (a content type it does not
+parse), each with ErrorSerializer's body; an operation documents its own
 shape for a code (409 conflicts) and that one wins.
 """
 
@@ -20,10 +21,14 @@ DEFAULT_ERRORS = {
 }
 
 
+BODY_ERRORS = {"415": "The body's content type is not one this operation reads"}
+
+
 class AutoSchema(SpectacularAutoSchema):
     def _get_response_bodies(self, direction="response"):
         responses = super()._get_response_bodies(direction)
-        for code, description in DEFAULT_ERRORS.items():
+        errors = {**DEFAULT_ERRORS, **(BODY_ERRORS if self.method in ("POST", "PUT", "PATCH") else {})}
+        for code, description in errors.items():
             if code not in responses:
                 responses[code] = self._get_response_for_code(
                     OpenApiResponse(ErrorSerializer, description=description), code, direction=direction

@@ -29,9 +29,13 @@ def _small_jobs(settings, tmp_path):
     settings.AGREEMENT_PAIR_BOOTSTRAP = 10
 
 
+def auth_header(user) -> str:
+    return f"Token {Token.objects.get_or_create(user=user)[0].key}"
+
+
 def _as(user) -> APIClient:
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    client.credentials(HTTP_AUTHORIZATION=auth_header(user))
     return client
 
 
