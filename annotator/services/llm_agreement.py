@@ -61,8 +61,14 @@ def _tables(project: Project) -> tuple[list[str], list[tuple[str, str]], np.ndar
         rated[cells[:, 0], cells[:, 1]] = True
     gold_column = rater_index[GOLD]
     rated[[trace_index[t] for t in settled], gold_column] = True
-    marks = [(*where[pk], mode_index[code]) for pk, code in labels if code in mode_index]
-    marks += [(trace_index[t], gold_column, mode_index[code]) for t, code in gold if code in mode_index]
+    # The queries above are separate reads: a submit or a decision landing between them adds labels for an
+    # annotation or item the earlier reads did not see. Those wait for the next computation (no KeyError).
+    marks = [(*where[pk], mode_index[code]) for pk, code in labels if code in mode_index and pk in where]
+    marks += [
+        (trace_index[t], gold_column, mode_index[code])
+        for t, code in gold
+        if code in mode_index and t in trace_index
+    ]
     if marks:
         at = np.array(marks, dtype=np.int64)
         chosen[at[:, 0], at[:, 1], at[:, 2]] = 1

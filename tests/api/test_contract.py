@@ -208,3 +208,32 @@ def test_error_bodies_share_one_shape(project, owner, annotator_a, outsider):
     ]
     for body in bodies:
         assert isinstance(body["detail"], str) and set(body) <= {"detail", "errors", "fields"}, body
+
+
+def test_llm_agreement_survives_a_submit_between_its_reads(
+    project, owner, annotator_a, annotator_b, monkeypatch
+):
+    """A submit landing between the read of the annotations and the read of their labels used to raise a
+    KeyError (a 500 from llm-agreement); the late annotation now waits for the next computation."""
+    from annotator.services import llm_agreement
+
+    first, second = project_trace(project), project_trace(project)
+    submit(project, first, annotator_a, {"FM-1.1": [1]})
+    original = llm_agreement.LabelApplication.objects.filter
+
+    def submit_meanwhile(*args, **kwargs):
+        submit(project, second, annotator_b, {"FM-1.2": [2]})
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(llm_agreement.LabelApplication.objects, "filter", submit_meanwhile)
+    response = _as(owner).get(f"/api/projects/{project.slug}/llm-agreement/")
+    assert response.status_code == 200 and response.json() == {"raters": []}
+
+
+def test_an_llm_run_limit_past_the_column_is_refused(project, owner):
+    """`limit` above 2^31-1 used to reach the database and answer 500."""
+    batch = project_trace(project).batch
+    response = _as(owner).post(
+        f"/api/projects/{project.slug}/llm-runs/", {"batch": batch.name, "limit": 2**31}, format="json"
+    )
+    assert response.status_code == 400 and "limit" in response.json()["fields"]
