@@ -8,6 +8,10 @@ PORT ?= 8000
 
 .PHONY: run test install install-test lint format bench worker migrate demo clean
 
+# The local demo runs with DEBUG on (the settings' default is off, and then SECRET_KEY and
+# FIELD_ENCRYPTION_KEY are required). A DEBUG=false in your environment wins.
+run demo migrate worker bench: export DEBUG ?= true
+
 $(VENV)/bin/python:
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed, found " + sys.version.split()[0]'
 	$(PYTHON) -m venv $(VENV)

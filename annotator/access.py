@@ -1,15 +1,41 @@
-"""The one door for access: every view, API endpoint and task asks here, with a queryset.
+"""The one door for access: who may see what in a project, as one policy object with scoped querysets.
 
-Outsiders get 404 (the same answer for "absent" and "forbidden", so slugs leak nothing); members whose role
-is not enough get 403.
+`ProjectAccess` is built once per request from the user's active memberships in the project. It has no
+default role: a user with no membership never gets one (outsiders get 404, the same answer for "absent" and
+"forbidden", so slugs leak nothing), and a member whose roles are not enough for a page gets 403. Every
+page, partial, API view, export and task asks it, through `access_project`, `access_trace`,
+`access_assignment` or the querysets it hands out.
+
+Blind beats every other role. In a blind project (the default) a trace is *blind* for a user while they
+are an annotator of the project and hold an assignment of it that they have not submitted (to do, draft or
+skipped). On a blind trace the user sees no other rater's labels, notes, LLM labels or the answer key that
+came with the data, whatever other role they hold there (owner, adjudicator, viewer): its review page and
+its annotations are 403, its adjudication item is left out of every list (404). Pages that show labels of
+many traces at once (agreement report, exports, failure signatures, LLM agreement) are refused while the
+user is blind on any trace of the project. See README, "Who sees what".
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
 from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
 from django.http import Http404
 
-from annotator.models import Membership, Project, Role
+from annotator.models import (
+    AdjudicationItem,
+    Annotation,
+    Assignment,
+    GoldLabel,
+    LabelApplication,
+    Membership,
+    Project,
+    Role,
+)
+from traces.models import Batch, Trace
 
 MANAGE_ROLES = frozenset({Role.OWNER})
 REVIEW_ROLES = frozenset({Role.OWNER, Role.ADJUDICATOR})
@@ -17,6 +43,14 @@ LABEL_ROLES = frozenset({Role.ANNOTATOR})
 ANY_ROLE = frozenset(Role)
 # The agreement report names raters and compares them pair by pair: not for annotators (blind labelling).
 REPORT_ROLES = frozenset({Role.OWNER, Role.ADJUDICATOR, Role.VIEWER})
+SIGNATURE_ROLES = frozenset({Role.OWNER, Role.ADJUDICATOR, Role.VIEWER})
+# Roles that open every trace of the project (annotators open the traces assigned to them).
+ALL_TRACES_ROLES = frozenset({Role.OWNER, Role.ADJUDICATOR, Role.VIEWER})
+
+BLIND_MESSAGE = (
+    "You are annotating this trace in this project: other raters' labels and the answer key open once you "
+    "have submitted your own annotation (blind labelling)."
+)
 
 
 def roles_in(user, project: Project) -> frozenset[str]:
@@ -27,62 +61,209 @@ def roles_in(user, project: Project) -> frozenset[str]:
     )
 
 
-def access_project(user, slug: str, *, roles: frozenset[str] = ANY_ROLE) -> Project:
-    """The project if `user` holds one of `roles` in it; 404 for non-members, 403 for too small a role."""
-    project = (
-        Project.objects.visible_to(user)
-        .select_related("taxonomy_version__taxonomy")
-        .filter(slug=slug)
-        .first()
-    )
-    if project is None:
-        raise Http404("No such project")
-    held = roles_in(user, project)
-    if not held & roles:
-        raise PermissionDenied("Your role in this project does not allow this")
-    project.user_roles = held
-    return project
+@dataclass
+class ProjectAccess:
+    """What one user may see and do in one project. Build it with `ProjectAccess.load` (or through
+    `access_project`); every queryset it hands out is scoped to the project and to this user's rights."""
+
+    user: Any
+    project: Project
+    roles: frozenset[str]
+    _blind_on: dict[int, bool] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def load(cls, user, slug: str) -> ProjectAccess:
+        """The user's access to the project `slug`; 404 unless they hold an active role in it."""
+        project = (
+            Project.objects.visible_to(user)
+            .select_related("taxonomy_version__taxonomy")
+            .filter(slug=slug)
+            .first()
+        )
+        if project is None:
+            raise Http404("No such project")
+        access = cls(user=user, project=project, roles=roles_in(user, project))
+        if not access.roles:
+            raise Http404("No such project")
+        project.user_roles = access.roles
+        project.access = access
+        return access
+
+    @classmethod
+    def of(cls, user, project: Project) -> ProjectAccess:
+        """For code that already holds the project (tasks, services): the same rules, no 404."""
+        existing = getattr(project, "access", None)
+        if existing is not None and existing.user == user:
+            return existing
+        return cls(user=user, project=project, roles=roles_in(user, project))
+
+    # Roles ---------------------------------------------------------------------------------------------
+
+    def holds(self, roles: frozenset[str]) -> bool:
+        return bool(self.roles & roles)
+
+    def require(self, roles: frozenset[str]) -> ProjectAccess:
+        if not self.holds(roles):
+            raise PermissionDenied("Your role in this project does not allow this")
+        return self
+
+    @property
+    def is_reviewer(self) -> bool:
+        return self.holds(REVIEW_ROLES)
+
+    # The blind rule ------------------------------------------------------------------------------------
+
+    def blind_assignments(self) -> QuerySet[Assignment]:
+        """My assignments in this project that keep me blind: not submitted (to do, draft or skipped).
+        Only while I hold the annotator role: someone removed from it can no longer label, so seeing the
+        labels can no longer bias them."""
+        if not self.project.blind or Role.ANNOTATOR not in self.roles:
+            return Assignment.objects.none()
+        return Assignment.objects.filter(project=self.project, annotator=self.user).exclude(
+            status=Assignment.Status.SUBMITTED
+        )
+
+    def blind_trace_ids(self) -> QuerySet:
+        """A subquery of the trace ids I am blind on (use with `trace__in=` / `pk__in=`)."""
+        return self.blind_assignments().values("trace_id")
+
+    @cached_property
+    def blind_count(self) -> int:
+        return self.blind_assignments().count()
+
+    def is_blind_on(self, trace: Trace | int) -> bool:
+        trace_id = trace if isinstance(trace, int) else trace.pk
+        if trace_id not in self._blind_on:
+            self._blind_on[trace_id] = self.blind_assignments().filter(trace_id=trace_id).exists()
+        return self._blind_on[trace_id]
+
+    def may_see_labels(self, trace: Trace | int) -> bool:
+        """May this user see other raters' labels, notes, LLM labels and the answer key of `trace`?
+        Owners and adjudicators may, except on a trace they are blind on (blind beats every role)."""
+        return self.is_reviewer and not self.is_blind_on(trace)
+
+    def require_labels(self, trace: Trace | int) -> None:
+        """403 unless `may_see_labels(trace)`; the message says why when the user is blind on it."""
+        if not self.is_reviewer:
+            raise PermissionDenied("Your role in this project does not allow this")
+        if self.is_blind_on(trace):
+            raise PermissionDenied(BLIND_MESSAGE)
+
+    def require_project_labels(self) -> None:
+        """For pages that show labels of many traces at once (reports, exports, signatures, LLM runs):
+        403 while the user is blind on any trace of the project."""
+        if self.blind_count:
+            raise PermissionDenied(
+                f"You still have {self.blind_count} trace(s) to annotate in this project. Reports, exports "
+                "and LLM results show other raters' labels of those traces, so they open once you have "
+                "submitted them (blind labelling)."
+            )
+
+    # Scoped querysets ----------------------------------------------------------------------------------
+
+    def traces(self) -> QuerySet[Trace]:
+        """Traces of the project this member may open: all of them for owners, adjudicators and viewers;
+        for annotators only the traces assigned to them. Loaded without the raw original record."""
+        from traces.viewer import trace_queryset
+
+        traces = trace_queryset().filter(batch__projects=self.project)
+        if not self.holds(ALL_TRACES_ROLES):
+            traces = traces.filter(assignments__project=self.project, assignments__annotator=self.user)
+        return traces
+
+    def trace(self, trace_id: int) -> Trace:
+        trace = self.traces().filter(pk=trace_id).first()
+        if trace is None:
+            raise Http404("No such trace in this project")
+        return trace
+
+    def label_traces(self) -> QuerySet[Trace]:
+        """Traces whose labels this user may see: none for annotators and viewers; for owners and
+        adjudicators every trace of the project except those they are blind on."""
+        if not self.is_reviewer:
+            return Trace.objects.none()
+        return Trace.objects.filter(batch__projects=self.project).exclude(pk__in=self.blind_trace_ids())
+
+    def assignments(self) -> QuerySet[Assignment]:
+        """My own assignments in the project (everyone's progress is counted elsewhere, not listed)."""
+        return Assignment.objects.filter(project=self.project, annotator=self.user)
+
+    def assignment(self, assignment_id: int) -> Assignment:
+        """My own assignment; another annotator's slot answers 404 exactly like a missing one."""
+        self.require(LABEL_ROLES)
+        assignment = self.assignments().filter(pk=assignment_id).first()
+        if assignment is None:
+            raise Http404("No such assignment")
+        assignment.project = self.project
+        return assignment
+
+    def annotations(self) -> QuerySet[Annotation]:
+        """Annotations this user may read: their own, plus everyone's on traces whose labels they may see."""
+        own = Annotation.objects.filter(assignment__project=self.project, assignment__annotator=self.user)
+        if not self.is_reviewer:
+            return own
+        others = Annotation.objects.filter(
+            assignment__project=self.project, assignment__trace__in=self.label_traces().values("pk")
+        )
+        return own | others
+
+    def labels(self) -> QuerySet[LabelApplication]:
+        return LabelApplication.objects.filter(annotation__in=self.annotations().values("pk"))
+
+    def adjudication_items(self) -> QuerySet[AdjudicationItem]:
+        """The adjudication items this user may open: owners' and adjudicators', minus blind traces."""
+        if not self.is_reviewer:
+            return AdjudicationItem.objects.none()
+        return AdjudicationItem.objects.filter(project=self.project).exclude(
+            trace_id__in=self.blind_trace_ids()
+        )
+
+    def gold(self) -> QuerySet[GoldLabel]:
+        return GoldLabel.objects.filter(item__in=self.adjudication_items().values("pk"))
+
+    def batches(self) -> QuerySet[Batch]:
+        """The batches this project holds (what its members may know exist)."""
+        return Batch.objects.filter(projects=self.project)
+
+    def metadata(self, trace: Trace) -> dict[str, Any]:
+        """The trace's metadata as this user may see it: with its answer key only if they may see labels."""
+        public = dict(trace.metadata or {})
+        return {**public, **self.answer_key(trace)}
+
+    def answer_key(self, trace: Trace) -> dict[str, Any]:
+        """The verdict that came with the data (Who&When attribution, MAST failure modes), or {}."""
+        if not trace.answer_key or not self.may_see_labels(trace):
+            return {}
+        return dict(trace.answer_key)
 
 
-def can_see_all_labels(roles: frozenset[str]) -> bool:
-    """Owners and adjudicators see everyone's labels; annotators and viewers stay blind."""
-    return bool(roles & REVIEW_ROLES)
+def access_project(
+    user, slug: str, *, roles: frozenset[str] = ANY_ROLE, shows_labels: bool = False
+) -> Project:
+    """The project if `user` holds one of `roles` in it; 404 for non-members, 403 for too small a role.
+    `shows_labels`: the page shows labels of many traces (refused while the user is blind on any).
+    The policy object rides along as `project.access`."""
+    access = ProjectAccess.load(user, slug).require(roles)
+    if shows_labels:
+        access.require_project_labels()
+    return access.project
 
 
-def access_assignment(user, slug: str, assignment_id: int):
-    """The user's own assignment in the project. Another annotator's slot answers 404, exactly like a
-    missing one: blind annotation means a slot's owner and labels are not even confirmed to exist."""
-    from annotator.models import Assignment
-
-    project = access_project(user, slug, roles=LABEL_ROLES)
-    assignment = Assignment.objects.filter(project=project, annotator=user, pk=assignment_id).first()
-    if assignment is None:
-        raise Http404("No such assignment")
-    assignment.project = project
-    return assignment
+def access_assignment(user, slug: str, assignment_id: int) -> Assignment:
+    """The user's own assignment in the project (see ProjectAccess.assignment)."""
+    return ProjectAccess.load(user, slug).assignment(assignment_id)
 
 
-def visible_traces(project: Project, user):
-    """Traces of the project's batches this member may open: all of them for owners, adjudicators and
-    viewers; only the traces assigned to them for annotators. Loaded without the raw original record."""
-    from traces.viewer import trace_queryset
-
-    traces = trace_queryset().filter(batch__projects=project)
-    if not project.user_roles & (REVIEW_ROLES | {Role.VIEWER}):
-        traces = traces.filter(assignments__project=project, assignments__annotator=user)
-    return traces
-
-
-def access_trace(user, slug: str, trace_id: int, *, roles: frozenset[str] = ANY_ROLE):
-    """(project, trace) for a trace this member may open (see visible_traces); anything else is 404."""
-    project = access_project(user, slug, roles=roles)
-    trace = visible_traces(project, user).filter(pk=trace_id).first()
-    if trace is None:
-        raise Http404("No such trace in this project")
-    return project, trace
-
-
-SIGNATURE_ROLES = frozenset({Role.OWNER, Role.ADJUDICATOR, Role.VIEWER})
+def access_trace(
+    user, slug: str, trace_id: int, *, roles: frozenset[str] = ANY_ROLE, labels: bool = False
+) -> tuple[Project, Trace]:
+    """(project, trace) for a trace this member may open; anything else is 404. `labels`: the page shows
+    the trace's labels, so the user must be allowed to see them (owners and adjudicators, not blind)."""
+    access = ProjectAccess.load(user, slug).require(roles)
+    trace = access.trace(trace_id)
+    if labels:
+        access.require_labels(trace)
+    return access.project, trace
 
 
 def access_signatures(user, slug: str, *, annotator: str | None = None) -> Project:
@@ -91,12 +272,13 @@ def access_signatures(user, slug: str, *, annotator: str | None = None) -> Proje
     Owners, adjudicators and viewers read them. Annotators only once the project is no longer blind: the
     figures are aggregates of gold labels, but filters can narrow them to a handful of traces, and the gold
     label of a trace an annotator labelled tells them what the other annotator chose. One annotator's own
-    labels (source ``annotator:NAME``) are for owners and adjudicators, or for NAME themself.
+    labels (source ``annotator:NAME``) are for owners and adjudicators, or for NAME themself. Anyone still
+    blind on a trace of the project waits until they have submitted it.
     """
-    project = access_project(user, slug)
-    held = project.user_roles
-    if project.blind and not held & SIGNATURE_ROLES:
+    access = ProjectAccess.load(user, slug)
+    if access.project.blind and not access.holds(SIGNATURE_ROLES):
         raise PermissionDenied("Failure signatures open to annotators when the project is no longer blind")
-    if annotator is not None and annotator != user.get_username() and not held & REVIEW_ROLES:
+    if annotator is not None and annotator != user.get_username() and not access.is_reviewer:
         raise PermissionDenied("Only owners and adjudicators may see one annotator's labels")
-    return project
+    access.require_project_labels()
+    return access.project

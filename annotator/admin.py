@@ -4,6 +4,7 @@ from annotator.models import (
     AdjudicationItem,
     AgreementReport,
     Annotation,
+    ApiToken,
     Assignment,
     Export,
     GoldLabel,
@@ -74,3 +75,16 @@ class AgreementReportAdmin(admin.ModelAdmin):
 @admin.register(Export)
 class ExportAdmin(admin.ModelAdmin):
     list_display = ["project", "status", "target_repo", "created_at"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Tokens can be listed and revoked (deleted) here; created with `manage.py create_api_token` or
+    POST /api/token/, since only the digest is stored."""
+
+    list_display = ["user", "prefix", "name", "created_at", "expires_at", "last_used_at"]
+    search_fields = ["user__username", "prefix", "name"]
+    readonly_fields = ["user", "digest", "prefix", "name", "created_at", "expires_at", "last_used_at"]
+
+    def has_add_permission(self, request) -> bool:
+        return False

@@ -4,6 +4,9 @@ One annotation per line:
     {"trace": "<external id>", "annotator": "alice",
      "labels": [{"mode": "FM-1.3", "steps": [12], "primary": false, "note": "..."}],
      "ambiguous": false, "no_failure": false, "note": "...", "confidence": 4}
+
+A label may carry a failure attribution as the source gave it (Who&When style), stored unchanged:
+    "attribution": {"agent": "WebSurfer", "step": 12, "reason": "..."}
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from typing import BinaryIO
 from traces.importers.records import AnnotationRecord, LabelRecord, TraceFormatError
 
 _KEYS = {"trace", "annotator", "labels", "ambiguous", "no_failure", "note", "confidence"}
-_LABEL_KEYS = {"mode", "steps", "primary", "note"}
+_LABEL_KEYS = {"mode", "steps", "primary", "note", "attribution"}
+_ATTRIBUTION_KEYS = {"agent", "step", "reason"}
 
 
 @dataclass(slots=True)
@@ -89,5 +93,24 @@ def _label(item: object, filename: str, line: int, i: int) -> LabelRecord:
     if not isinstance(item.get("primary", False), bool):
         raise _fail(filename, line, f"{path}.primary", "expected true or false")
     return LabelRecord(
-        mode=item["mode"], steps=steps, primary=item.get("primary", False), note=item.get("note") or ""
+        mode=item["mode"],
+        steps=steps,
+        primary=item.get("primary", False),
+        note=item.get("note") or "",
+        attribution=_attribution(item.get("attribution"), filename, line, f"{path}.attribution"),
     )
+
+
+def _attribution(value: object, filename: str, line: int, path: str) -> dict | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) - _ATTRIBUTION_KEYS:
+        raise _fail(filename, line, path, "expected an object with agent, step and reason")
+    agent, step, reason = value.get("agent"), value.get("step"), value.get("reason", "")
+    if not isinstance(agent, str) or not agent.strip():
+        raise _fail(filename, line, f"{path}.agent", "required (the agent held responsible)")
+    if step is not None and (not isinstance(step, int) or isinstance(step, bool) or step < 0):
+        raise _fail(filename, line, f"{path}.step", "expected a step number (from 0) or null")
+    if not isinstance(reason, str):
+        raise _fail(filename, line, f"{path}.reason", "expected a string")
+    return {"agent": agent, "step": step, "reason": reason}

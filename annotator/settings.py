@@ -7,9 +7,12 @@ var/; without REDIS_URL Celery runs tasks inline (eager), which is what a laptop
 from __future__ import annotations
 
 import os
+import re
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from annotator.env import envbool, envint, envlist, envstr
 
@@ -17,13 +20,27 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("VAR_DIR", str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
-DEBUG = envbool("DEBUG", True)
-# The fallback key only exists so a laptop demo starts; `check --deploy` rejects it in production.
-SECRET_KEY = envstr("SECRET_KEY") or ("django-insecure-local-demo-key-" + "0" * 24 if DEBUG else "")
+# ---- Security: debug, secrets (issue 11, hardening) ---------------------------------------------------
+# DEBUG is off unless set (`make run` sets it for the demo). Only a DEBUG demo may start without secrets:
+# anywhere else a missing SECRET_KEY or FIELD_ENCRYPTION_KEY stops the start instead of running on a
+# publicly known key.
+DEBUG = envbool("DEBUG", False)
+_DEMO_SECRET_KEY = "django-insecure-local-demo-key-" + "0" * 24
+SECRET_KEY = envstr("SECRET_KEY") or (_DEMO_SECRET_KEY if DEBUG else "")
 if not SECRET_KEY:
-    from django.core.exceptions import ImproperlyConfigured
-
-    raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
+    raise ImproperlyConfigured(
+        "SECRET_KEY must be set when DEBUG is off. Generate one with: "
+        "python3 -c 'import secrets; print(secrets.token_urlsafe(50))' (or set DEBUG=true for a local demo)"
+    )
+# The key material for stored LLM API keys (annotator/llm/secrets.py), separate from SECRET_KEY so that
+# rotating one does not touch the other; derived from SECRET_KEY only in a DEBUG demo.
+FIELD_ENCRYPTION_KEY = envstr("FIELD_ENCRYPTION_KEY") or (SECRET_KEY if DEBUG else "")
+if not DEBUG and (not FIELD_ENCRYPTION_KEY or FIELD_ENCRYPTION_KEY == SECRET_KEY):
+    raise ImproperlyConfigured(
+        "FIELD_ENCRYPTION_KEY must be set, and differ from SECRET_KEY, when DEBUG is off: it encrypts the "
+        "stored LLM API keys. Generate one like SECRET_KEY."
+    )
+# ---- end of security: debug, secrets ------------------------------------------------------------------
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
 
@@ -37,7 +54,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
-    "rest_framework.authtoken",
+    "axes",  # login lockout (see the block "Sign-in limits and API tokens" below)
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
@@ -57,6 +74,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    # Last, as django-axes asks: it turns a locked-out sign-in into its lockout response.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "annotator.urls"
@@ -170,16 +189,44 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("HF_HUB_DISABLE_XET", "1")
 
 # The LLM rater (annotator/llm, services/llm_runs.py): how long one task
-# labels before it re-enqueues itself (so a long run never pins a worker, and a lost worker loses little);
-# the key material for the Fernet encryption of stored API keys (derived with HKDF; else from SECRET_KEY).
+# labels before it re-enqueues itself (so a long run never pins a worker, and a lost worker loses little).
 LLM_TASK_SECONDS = envint("LLM_TASK_SECONDS", 120)
-FIELD_ENCRYPTION_KEY = envstr("FIELD_ENCRYPTION_KEY")
+# ---- LLM endpoints an owner may use (issue 11, point 1) -----------------------------------------------
+# The environment variables a project may take its API key from ("NAME", or "NAME=prefix|prefix" to send
+# that key only to base URLs starting with a prefix); none by default: owners store a key instead. And the
+# base-URL prefixes allowed although their host is private or loopback (a local vLLM or Ollama, e.g.
+# http://127.0.0.1:11434/v1); any other base URL must resolve to public addresses only.
+LLM_KEY_ENVS = envlist("LLM_KEY_ENVS", [])
+LLM_ALLOWED_BASE_URLS = envlist("LLM_ALLOWED_BASE_URLS", [])
+# ---- end of LLM endpoints -----------------------------------------------------------------------------
+
+# ---- Sign-in limits and API tokens (issue 11, hardening) ----------------------------------------------
+# django-axes locks a username out, from the address that failed, after LOGIN_FAILURE_LIMIT wrong passwords
+# (login page, admin and POST /api/token/ alike) for LOGIN_LOCKOUT_MINUTES; a success resets the count.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = envint("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("LOGIN_LOCKOUT_MINUTES", 15))
+# The address is REMOTE_ADDR (behind a proxy: the proxy's), so a lockout is per username in practice there.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False  # no "AXES: BEGIN" banner on every management command
+# API tokens are stored hashed and expire after API_TOKEN_TTL_DAYS (0: never); POST /api/token/ is also
+# throttled per client address (API_TOKEN_RATE, DRF's "N/minute" form).
+API_TOKEN_TTL_DAYS = envint("API_TOKEN_TTL_DAYS", 90)
+API_TOKEN_RATE = envstr("API_TOKEN_RATE", "10/minute")
+if not re.fullmatch(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)", API_TOKEN_RATE):
+    raise ImproperlyConfigured(f"API_TOKEN_RATE={API_TOKEN_RATE!r} is not a rate such as 10/minute")
+# ---- end of sign-in limits and API tokens -------------------------------------------------------------
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "annotator.api.auth.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
+    "DEFAULT_THROTTLE_RATES": {"api-token": API_TOKEN_RATE},
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
@@ -193,6 +240,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Import agent traces, label failures blind, measure agreement, adjudicate, publish.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and the docs page are for signed-in users (session or token), like every page.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     # Several models have a `status`; name their enums so the schema is stable and readable.
     "ENUM_NAME_OVERRIDES": {
         "AssignmentStatusEnum": "annotator.models.projects.Assignment.Status",

@@ -10,14 +10,17 @@ from annotator.views import (
     adjudication,
     agreement,
     annotate,
+    discussions,
     exports,
     home,
     imports,
     llm,
     members,
     projects,
+    proposals,
     queue,
     review,
+    rounds,
     signatures,
     system,
     trace,
@@ -87,6 +90,26 @@ agreement_urls = [
     path("p/<slug:slug>/agreement/<int:report_id>/report.json", agreement.report_json, name="agreement-json"),
     path("p/<slug:slug>/agreement/<int:report_id>/report.csv", agreement.report_csv, name="agreement-csv"),
 ]
+rounds_urls = [
+    path("p/<slug:slug>/rounds/", rounds.rounds_page, name="rounds"),
+    path("p/<slug:slug>/rounds/open/", rounds.open_round, name="rounds-open"),
+    path("p/<slug:slug>/rounds/<int:round_id>/close/", rounds.close_round, name="rounds-close"),
+]
+discussions_urls = [
+    path("mentions/", discussions.mentions, name="mentions"),
+    path(
+        "p/<slug:slug>/rounds/<int:round_id>/discussion/",
+        discussions.round_discussion,
+        name="round-discussion",
+    ),
+    path("p/<slug:slug>/t/<int:trace_id>/discussion/", discussions.trace_discussion, name="trace-discussion"),
+    path("p/<slug:slug>/threads/<int:thread_id>/decide/", discussions.decide, name="thread-decide"),
+]
+proposals_urls = [
+    path("p/<slug:slug>/t/<int:trace_id>/proposals/", proposals.trace_proposals, name="trace-proposals"),
+    path("p/<slug:slug>/proposals/", proposals.proposals_page, name="proposals"),
+    path("p/<slug:slug>/proposals/settle/", proposals.settle, name="proposals-settle"),
+]
 adjudication_urls = [
     path("p/<slug:slug>/adjudication/", adjudication.queue, name="adjudication"),
     path("p/<slug:slug>/adjudication/next/", adjudication.claim_next, name="adjudication-next"),
@@ -150,6 +173,9 @@ urlpatterns = [
     *trace_urls,
     *review_urls,
     *agreement_urls,
+    *rounds_urls,
+    *discussions_urls,
+    *proposals_urls,
     *adjudication_urls,
     *signatures_urls,
     *llm_urls,

@@ -75,3 +75,10 @@ class ProjectFactory(factory.django.DjangoModelFactory):
 
 def add_member(project: Project, user, role: str) -> Membership:
     return Membership.objects.get_or_create(project=project, user=user, role=role)[0]
+
+
+def api_token(user, **kwargs) -> str:
+    """A new API token's key for `user` (only its digest is stored), for `Authorization: Token <key>`."""
+    from annotator.models import ApiToken
+
+    return ApiToken.issue(user, **kwargs)[1]

@@ -54,7 +54,9 @@ def test_who_and_when_attribution_becomes_an_annotation_pinned_on_the_mistake_st
     for label in LabelApplication.objects.select_related("annotation__assignment__trace"):
         trace = label.annotation.assignment.trace
         assert label.mode.code == "DE-1"
-        assert label.evidence_steps == [int(trace.metadata["mistake_step"])]
+        # The attribution is the answer key: kept apart from the metadata annotators see.
+        assert label.evidence_steps == [int(trace.answer_key["mistake_step"])]
+        assert "mistake_step" not in trace.metadata
         assert label.annotation.assignment.annotator.username == "who_and_when"
 
 
@@ -72,6 +74,9 @@ def test_mast_human_labels_import_with_old_mode_names_mapped(mast):
     codes = set(LabelApplication.objects.values_list("mode__code", flat=True))
     assert codes <= {mode.code for mode in mast.modes.all()} and len(codes) >= 10
     assert "ignored" in output  # the four retired early-round modes are reported, not silently dropped
+    # The human verdicts are the answer key, kept apart from the metadata annotators see.
+    for trace in Trace.objects.all():
+        assert "failure_modes" in trace.answer_key and "failure_modes" not in trace.metadata
 
 
 def test_importing_the_same_real_files_twice_adds_nothing(db):

@@ -6,8 +6,8 @@ import json
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from rest_framework.authtoken.models import Token
 
+from tests.factories import api_token
 from traces.importers.synthetic import native_lines, synthetic_traces
 from traces.models import ImportJob, Trace
 
@@ -104,8 +104,8 @@ def test_annotators_and_outsiders_cannot_import(client, project, annotator_a, ou
 
 
 def test_the_api_starts_an_import_and_reports_its_status(client, project, owner, run_on_commit):
-    token = Token.objects.create(user=owner)
-    auth = {"HTTP_AUTHORIZATION": f"Token {token.key}"}
+    token = api_token(owner)
+    auth = {"HTTP_AUTHORIZATION": f"Token {token}"}
     with run_on_commit():
         response = client.post(
             f"/api/projects/{project.slug}/imports/", {"batch": "api", "files": [native_upload()]}, **auth
@@ -117,15 +117,15 @@ def test_the_api_starts_an_import_and_reports_its_status(client, project, owner,
 
 
 def test_the_api_refuses_outsiders_and_explains_bad_requests(client, project, owner, outsider):
-    other = Token.objects.create(user=outsider)
+    other = api_token(outsider)
     response = client.post(
         f"/api/projects/{project.slug}/imports/",
         {"batch": "x", "files": [native_upload()]},
-        HTTP_AUTHORIZATION=f"Token {other.key}",
+        HTTP_AUTHORIZATION=f"Token {other}",
     )
     assert response.status_code == 404
-    token = Token.objects.create(user=owner)
+    token = api_token(owner)
     response = client.post(
-        f"/api/projects/{project.slug}/imports/", {"batch": "x"}, HTTP_AUTHORIZATION=f"Token {token.key}"
+        f"/api/projects/{project.slug}/imports/", {"batch": "x"}, HTTP_AUTHORIZATION=f"Token {token}"
     )
     assert response.status_code == 400 and "file" in json.dumps(response.json())

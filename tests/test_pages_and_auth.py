@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from rest_framework.authtoken.models import Token
 
-from tests.factories import PASSWORD
+from tests.factories import PASSWORD, api_token
 
 
 def test_it_redirects_anonymous_visitors_to_the_login_page(client, db):
@@ -60,16 +59,15 @@ def test_the_batch_list_is_for_staff_only(client, owner):
 
 
 def test_the_api_accepts_a_token_and_scopes_projects(client, project, annotator_a, outsider):
-    token = Token.objects.create(user=annotator_a)
-    response = client.get("/api/projects/", HTTP_AUTHORIZATION=f"Token {token.key}")
+    token = api_token(annotator_a)
+    response = client.get("/api/projects/", HTTP_AUTHORIZATION=f"Token {token}")
     assert response.status_code == 200
     assert [p["slug"] for p in response.json()["results"]] == [project.slug]
     assert response.json()["results"][0]["my_roles"] == ["annotator"]
-    other = Token.objects.create(user=outsider)
-    assert client.get("/api/projects/", HTTP_AUTHORIZATION=f"Token {other.key}").json()["results"] == []
+    other = api_token(outsider)
+    assert client.get("/api/projects/", HTTP_AUTHORIZATION=f"Token {other}").json()["results"] == []
     assert (
-        client.get(f"/api/projects/{project.slug}/", HTTP_AUTHORIZATION=f"Token {other.key}").status_code
-        == 404
+        client.get(f"/api/projects/{project.slug}/", HTTP_AUTHORIZATION=f"Token {other}").status_code == 404
     )
 
 
@@ -80,7 +78,8 @@ def test_the_api_refuses_anonymous_requests(client, db):
 def test_a_token_is_issued_for_valid_credentials(client, owner):
     response = client.post("/api/token/", {"username": owner.username, "password": PASSWORD})
     assert response.status_code == 200
-    assert response.json()["token"] == Token.objects.get(user=owner).key
+    key = response.json()["token"]
+    assert client.get("/api/projects/", HTTP_AUTHORIZATION=f"Token {key}").status_code == 200
 
 
 @pytest.mark.parametrize("path", ["/api/schema/", "/api/docs/"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+from traces.answer_key import merged
 from traces.importers._util import Ctx
 from traces.importers.native import dump_native
 from traces.importers.native import from_dict as native_from_dict
@@ -54,7 +55,7 @@ def trace_to_record(trace: Trace, steps: Iterable[Step]) -> TraceRecord:
         benchmark=trace.benchmark,
         outcome=trace.outcome,
         score=trace.score,
-        metadata=trace.metadata or {},
+        metadata=merged(trace.metadata, trace.answer_key),
         steps=[
             StepRecord(
                 kind=step.kind,

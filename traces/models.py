@@ -55,6 +55,9 @@ class Trace(models.Model):
     outcome = models.CharField(max_length=10, choices=Outcome.choices, default=Outcome.UNKNOWN)
     score = models.FloatField(null=True, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
+    # Verdicts that came with the data (Who&When's attribution, MAST's failure modes): only people who may
+    # see the trace's labels see them (annotator.access), so they are never mixed into `metadata`.
+    answer_key = models.JSONField(default=dict, blank=True)
     raw = models.JSONField(null=True, blank=True, help_text="The original record, for lossless export")
     source_format = models.CharField(max_length=40, blank=True)
     step_count = models.PositiveIntegerField(default=0)

@@ -19,7 +19,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from traces import importers
-from traces.importers import detect_format
+from traces.answer_key import answer_key_of, public_metadata
 from traces.importers.native import dump_native
 from traces.importers.records import STEP_KINDS, AnnotationRecord, TraceFormatError, TraceRecord
 from traces.models import Batch, Step, Trace
@@ -207,7 +207,8 @@ def _size(path: Path | str) -> int:
 
 def _detect(path: Path | str, name: str) -> str:
     if not importers.is_source(path):
-        return detect_format(Path(path))
+        # Sniff and report under the display name: an uploaded file's server path is nobody's business.
+        return importers.detect_head(importers.read_head(Path(path)), name)
     fmt = importers.detect_source(path)
     if fmt is None:
         raise TraceFormatError(
@@ -235,8 +236,10 @@ def _records(
         return
     if options:
         raise TraceFormatError(f"format {fmt!r} takes no column mapping, split or config", file=name)
+    head = importers.read_head(Path(path))
     with Path(path).open("rb") as raw:
-        yield module.parse(_CountingReader(raw, on_read) if on_read else raw, name)
+        # parse_file fails loudly: an empty file, a format that does not fit, or no trace at all.
+        yield importers.parse_file(_CountingReader(raw, on_read) if on_read else raw, name, head, fmt)
 
 
 def _import_one(
@@ -331,7 +334,8 @@ def _flush(chunk: list[tuple[TraceRecord, str]], batch: Batch, file_result: File
                 benchmark=record.benchmark[:120],
                 outcome=record.outcome,
                 score=record.score,
-                metadata=record.metadata,
+                metadata=public_metadata(record.metadata),
+                answer_key=answer_key_of(record.metadata),
                 raw=record.raw,
                 source_format=file_result.format,
                 step_count=len(record.steps),

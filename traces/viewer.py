@@ -19,7 +19,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.core.cache import cache
-from django.db.models import Q, QuerySet
+from django.db import connection
+from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import Length, Substr
 
 from traces.models import Step, StepKind, Trace
@@ -190,18 +191,20 @@ class StepPage:
         return json.dumps(self.hits)
 
 
-def trace_header(trace: Trace) -> dict[str, Any]:
-    """Context for `_header.html`: what the run was, how it ended, and its metadata as readable text."""
-    metadata = []
-    for key, value in (trace.metadata or {}).items():
+def trace_header(trace: Trace, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Context for `_header.html`: what the run was, how it ended, and its metadata as readable text.
+    `metadata`: what the caller's access policy lets this reader see (default: the trace's own metadata,
+    which never holds the answer key)."""
+    items = []
+    for key, value in (trace.metadata if metadata is None else metadata).items():
         text = (
             value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=str)
         )
-        metadata.append((str(key), text[:5_000]))
+        items.append((str(key), text[:5_000]))
     return {
         "trace": trace,
         "outcome_class": {"failure": "bad", "success": "good"}.get(trace.outcome, ""),
-        "metadata_items": metadata,
+        "metadata_items": items,
         "task_long": len(trace.task) > 400 or trace.task.count("\n") > 6,
     }
 
@@ -215,9 +218,15 @@ def step_page(
 ) -> StepPage:
     """One page of steps (PAGE_SIZE, in index order) matching `filters`. `step` picks the page holding that
     step (deep links, search hits) and wins over `page`; a search without either opens at its first hit.
-    A constant number of queries at any trace length."""
+
+    A constant number of queries at any trace length, and none of them reads more than a page of rows when
+    no agent or kind filter is set: a trace's steps are numbered 0..step_count-1 at import, so page N is an
+    index range and "the page of step S" is arithmetic; the counts per agent and kind come from the cached
+    facets. With an agent or kind filter the page is found with an offset over the (trace, index) index."""
     steps = _steps(trace, filters)
-    count = steps.count()
+    unfiltered = not (filters.agent or filters.kind)
+    agents, kinds, counts = _facets(trace)
+    count = trace.step_count if unfiltered else _filtered_count(counts, filters)
     num_pages = max(1, -(-count // PAGE_SIZE))
     hits, hit_total = search_steps(trace, filters)
     focus = _int(step)
@@ -225,16 +234,19 @@ def step_page(
         focus = hits[0]
     number = _int(page) or 1
     if focus is not None:
-        number = steps.filter(index__lt=focus).count() // PAGE_SIZE + 1
+        before = focus if unfiltered else steps.filter(index__lt=focus).count()
+        number = before // PAGE_SIZE + 1
     number = min(max(number, 1), num_pages)
     offset = (number - 1) * PAGE_SIZE
-    # The page's ids first (an index range), then only those rows with their bodies cut in SQL: the
-    # database never evaluates SUBSTR/LENGTH (never detoasts content) for a step outside the page, whatever
-    # plan it picks (with stale statistics PostgreSQL would otherwise cut all 10,000 bodies, then sort).
-    page_ids = steps.order_by("index").values("pk")[offset : offset + PAGE_SIZE]
+    if unfiltered:
+        page_rows = Step.objects.filter(trace_id=trace.pk, index__gte=offset, index__lt=offset + PAGE_SIZE)
+    else:
+        # The page's ids first (an index range), then only those rows with their bodies cut in SQL: the
+        # database never evaluates SUBSTR/LENGTH (never detoasts content) for a step outside the page.
+        page_ids = steps.order_by("index").values("pk")[offset : offset + PAGE_SIZE]
+        page_rows = Step.objects.filter(pk__in=page_ids)
     rows = (
-        Step.objects.filter(pk__in=page_ids)
-        .order_by("index")
+        page_rows.order_by("index")
         .only(*_LIST_FIELDS)
         .annotate(head_text=Substr("content", 1, BODY_LIMIT), content_length=Length("content"))
     )
@@ -242,7 +254,6 @@ def step_page(
     views = [
         _view(row, row.head_text or "", row.content_length or 0, hit=row.index in hit_set) for row in rows
     ]
-    agents, kinds = facets(trace)
     return StepPage(
         steps=views,
         number=number,
@@ -259,47 +270,77 @@ def step_page(
 
 
 def facets(trace: Trace) -> tuple[list[str], list[tuple[str, str]]]:
-    """The agents and kinds present in the trace, for the filter menus.
-
-    Finding them scans every step of the trace (a DISTINCT over 10,000 rows costs more than the rest of
-    the page), and a trace's steps never change after import, so the answer is cached per trace content.
-    """
-    key = f"trace-facets:{trace.pk}:{trace.content_hash}"
-    pairs = cache.get(key)
-    if pairs is None:
-        pairs = sorted(
-            set(Step.objects.filter(trace_id=trace.pk).order_by().values_list("agent", "kind").distinct())
-        )
-        cache.set(key, pairs, timeout=FACETS_TTL)
-    agents = sorted({agent for agent, _ in pairs if agent})
-    present = {kind for _, kind in pairs}
-    kinds = [(value, label) for value, label in StepKind.choices if value in present]
+    """The agents and kinds present in the trace, for the filter menus."""
+    agents, kinds, _ = _facets(trace)
     return agents, kinds
+
+
+def _facets(trace: Trace) -> tuple[list[str], list[tuple[str, str]], dict[tuple[str, str], int]]:
+    """Agents, kinds and the number of steps per (agent, kind).
+
+    Finding them scans every step of the trace (a GROUP BY over 100,000 rows costs more than the rest of
+    the page), and a trace's steps never change after import, so the answer is cached per trace content;
+    the counts answer "how many steps match this agent/kind filter" without another scan.
+    """
+    key = f"trace-facets:v2:{trace.pk}:{trace.content_hash}"
+    triples = cache.get(key)
+    if triples is None:
+        triples = sorted(
+            Step.objects.filter(trace_id=trace.pk)
+            .order_by()
+            .values_list("agent", "kind")
+            .annotate(n=Count("id"))
+        )
+        cache.set(key, triples, timeout=FACETS_TTL)
+    counts = {(agent, kind): n for agent, kind, n in triples}
+    agents = sorted({agent for agent, _ in counts if agent})
+    present = {kind for _, kind in counts}
+    kinds = [(value, label) for value, label in StepKind.choices if value in present]
+    return agents, kinds, counts
+
+
+def _filtered_count(counts: dict[tuple[str, str], int], filters: StepFilter) -> int:
+    return sum(
+        n
+        for (agent, kind), n in counts.items()
+        if (not filters.agent or agent == filters.agent) and (not filters.kind or kind == filters.kind)
+    )
 
 
 def search_steps(trace: Trace, filters: StepFilter) -> tuple[list[int], int]:
     """Indices of steps (within the filters) whose content, tool name or tool arguments contain `q`
-    (case-insensitive); returns (first MAX_HITS hit indices, total hits).
+    (case-insensitive); returns (first MAX_HITS hit indices, total hits, counted up to MAX_HITS + 1).
 
-    A search reads every step's content (50 MB for a big trace), and paging or jumping between hits asks
-    again, so results are cached per trace content and filters for a while (steps never change).
+    On PostgreSQL the match is an ILIKE that the trigram indexes on those three columns answer (migration
+    traces 0002), so a rare string in a 100,000-step trace is found without reading the trace; a common one
+    stops at MAX_HITS + 1 hits in index order. Paging and jumping between hits ask again, so results are
+    cached per trace content and filters for a while (steps never change).
     """
     if not filters.q:
         return [], 0
     digest = hashlib.sha256(f"{filters.agent}\0{filters.kind}\0{filters.q}".encode()).hexdigest()[:32]
-    key = f"trace-search:{trace.pk}:{trace.content_hash}:{digest}"
+    key = f"trace-search:v2:{trace.pk}:{trace.content_hash}:{digest}"
     cached = cache.get(key)
     if cached is not None:
         return cached
-    q = filters.q
-    matches = _steps(trace, filters).filter(
-        Q(content__icontains=q) | Q(tool_name__icontains=q) | Q(tool_args__icontains=q)
-    )
+    matches = _matching(_steps(trace, filters), filters.q)
     hits = list(matches.order_by("index").values_list("index", flat=True)[: MAX_HITS + 1])
-    total = len(hits) if len(hits) <= MAX_HITS else matches.count()
-    result = (hits[:MAX_HITS], total)
+    result = (hits[:MAX_HITS], len(hits))
     cache.set(key, result, timeout=SEARCH_TTL)
     return result
+
+
+def _matching(steps: QuerySet[Step], q: str) -> QuerySet[Step]:
+    if connection.vendor == "postgresql":
+        pattern = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        return steps.extra(
+            where=[
+                '("traces_step"."content" ILIKE %s OR "traces_step"."tool_name" ILIKE %s'
+                ' OR ("traces_step"."tool_args")::text ILIKE %s)'
+            ],
+            params=[pattern, pattern, pattern],
+        )
+    return steps.filter(Q(content__icontains=q) | Q(tool_name__icontains=q) | Q(tool_args__icontains=q))
 
 
 def full_step(trace: Trace, index: int, filters: StepFilter | None = None) -> StepView | None:

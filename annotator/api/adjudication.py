@@ -149,8 +149,9 @@ def _conflict(conflict: AdjudicationConflict, body: Any) -> Response:
 
 
 def _items(project):
+    # Scoped by the access policy: items of a trace this user is still annotating are not there.
     return (
-        AdjudicationItem.objects.filter(project=project)
+        project.access.adjudication_items()
         .select_related("trace", "claimed_by", "resolved_by")
         .defer("trace__raw", "trace__metadata", "trace__task")
     )
@@ -199,7 +200,7 @@ def queue(request, slug: str):
 @api_view(["POST"])
 def claim_next(request, slug: str):
     project = access_project(request.user, slug, roles=REVIEW_ROLES)
-    item = do_claim_next(project, request.user)
+    item = do_claim_next(project, request.user, items=project.access.adjudication_items())
     if item is None:
         return Response(status=status.HTTP_204_NO_CONTENT)
     return Response(_detail(_items(project).get(pk=item.pk)))

@@ -46,6 +46,12 @@ class AgreementRequestSerializer(serializers.Serializer):
     annotators = serializers.ListField(child=serializers.CharField(max_length=150), required=False)
     since = serializers.DateField(required=False)
     until = serializers.DateField(required=False)
+    where = serializers.ListField(
+        child=serializers.CharField(max_length=200),
+        required=False,
+        max_length=10,
+        help_text='Trace metadata conditions "key=value" (all must hold), e.g. "round=Round 3"',
+    )
 
 
 FILTERS = [
@@ -55,6 +61,12 @@ FILTERS = [
     ),
     OpenApiParameter("since", OpenApiTypes.DATE, description="Annotations submitted on or after this day"),
     OpenApiParameter("until", OpenApiTypes.DATE, description="Annotations submitted on or before this day"),
+    OpenApiParameter(
+        "where",
+        OpenApiTypes.STR,
+        many=True,
+        description='Trace metadata condition "key=value" (repeat for several; all must hold), e.g. round=Round 3',
+    ),
 ]
 Errors = OpenApiResponse(ErrorSerializer, description="A filter names something that is not in the project")
 Pending = OpenApiResponse(AgreementReportSerializer, description="Queued or running: poll with GET")
@@ -90,7 +102,7 @@ def _answer(report: AgreementReport) -> Response:
 )
 @api_view(["GET", "POST"])
 def agreement(request, slug: str):
-    project = access_project(request.user, slug, roles=REPORT_ROLES)
+    project = access_project(request.user, slug, roles=REPORT_ROLES, shows_labels=True)
     params = request.query_params
     if request.method == "POST" and isinstance(request.data, dict) and request.data:
         params = request.data

@@ -17,7 +17,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotator.access import LABEL_ROLES, REVIEW_ROLES, access_assignment, access_project, access_trace
+from annotator.access import (
+    LABEL_ROLES,
+    REVIEW_ROLES,
+    ProjectAccess,
+    access_assignment,
+    access_project,
+    access_trace,
+)
 from annotator.api.errors import AnnotationConflictSerializer, ErrorSerializer, error_response
 from annotator.models import Annotation, Assignment, LabelApplication
 from annotator.services.annotations import (
@@ -103,7 +110,7 @@ class AnnotationSerializer(serializers.ModelSerializer):
         ]
 
     def get_editable(self, annotation: Annotation) -> bool:
-        return not is_locked(annotation.assignment.project_id, annotation.assignment.trace_id)
+        return not is_locked(annotation.assignment)
 
 
 class ReviewAnnotationSerializer(AnnotationSerializer):
@@ -239,8 +246,7 @@ class MyAssignmentList(generics.ListAPIView):
     serializer_class = AssignmentSerializer
 
     def get_queryset(self):
-        project = access_project(self.request.user, self.kwargs["slug"])
-        mine = Assignment.objects.filter(project=project, annotator=self.request.user)
+        mine = ProjectAccess.load(self.request.user, self.kwargs["slug"]).assignments()
         wanted = self.request.query_params.get("status")
         if wanted in Assignment.Status.values:
             mine = mine.filter(status=wanted)
@@ -270,10 +276,11 @@ class TraceAnnotationList(generics.ListAPIView):
 
     def get_queryset(self):
         project, trace = access_trace(
-            self.request.user, self.kwargs["slug"], self.kwargs["trace_id"], roles=REVIEW_ROLES
+            self.request.user, self.kwargs["slug"], self.kwargs["trace_id"], roles=REVIEW_ROLES, labels=True
         )
         return (
-            Annotation.objects.filter(assignment__project=project, assignment__trace=trace)
+            project.access.annotations()
+            .filter(assignment__trace=trace)
             .select_related("assignment__annotator")
             .prefetch_related("labels__mode")
             .order_by("assignment__annotator__username")

@@ -84,5 +84,6 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         data = response.data
         detail = data.get("detail") if isinstance(data, dict) else None
         body = {"detail": str(detail if detail is not None else data)}
-    response.data = ErrorSerializer(body).data
+    # A plain dict: the schema view renders errors as YAML, which knows no ReturnDict.
+    response.data = dict(ErrorSerializer(body).data)
     return response

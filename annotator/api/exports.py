@@ -86,7 +86,7 @@ class ExportRequestSerializer(serializers.Serializer):
 @sensitive_post_parameters("hf_token")
 @api_view(["POST"])
 def start_export(request, slug: str):
-    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
     body = ExportRequestSerializer(data=request.data)
     body.is_valid(raise_exception=True)
     values = dict(body.validated_data)
@@ -105,7 +105,7 @@ def start_export(request, slug: str):
 )
 @api_view(["GET"])
 def export_detail(request, slug: str, export_id: int):
-    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
     return Response(_payload(request, project, get_object_or_404(exports_for(project), pk=export_id)))
 
 

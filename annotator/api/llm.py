@@ -161,7 +161,10 @@ class LLMRunList(APIView):
         except LLMRunError as error:
             return error_response(str(error), status=status.HTTP_400_BAD_REQUEST)
         run.refresh_from_db()
-        return Response(RunStatus(run_progress(run)).data, status=status.HTTP_202_ACCEPTED)
+        return Response(
+            RunStatus(run_progress(run, hide=project.access.blind_trace_ids())).data,
+            status=status.HTTP_202_ACCEPTED,
+        )
 
 
 class LLMRunDetail(APIView):
@@ -173,7 +176,7 @@ class LLMRunDetail(APIView):
         run = get_object_or_404(
             LLMRun.objects.select_related("batch", "prompt", "rater"), project=project, pk=run_id
         )
-        return Response(RunStatus(run_progress(run)).data)
+        return Response(RunStatus(run_progress(run, hide=project.access.blind_trace_ids())).data)
 
 
 class LLMRunResume(APIView):
@@ -190,7 +193,10 @@ class LLMRunResume(APIView):
         if not do_resume_run(run):
             return error_response(f"Run {run.pk} is {run.status_label}", status=status.HTTP_409_CONFLICT)
         run.refresh_from_db()
-        return Response(RunStatus(run_progress(run)).data, status=status.HTTP_202_ACCEPTED)
+        return Response(
+            RunStatus(run_progress(run, hide=project.access.blind_trace_ids())).data,
+            status=status.HTTP_202_ACCEPTED,
+        )
 
 
 class LLMAgreement(APIView):
@@ -199,7 +205,7 @@ class LLMAgreement(APIView):
         responses={200: LLMAgreementSerializer},
     )
     def get(self, request: Request, slug: str) -> Response:
-        project = access_project(request.user, slug, roles=MANAGE_ROLES)
+        project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
         return Response(LLMAgreementSerializer({"raters": llm_agreement(project)}).data)
 
 

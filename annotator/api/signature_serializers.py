@@ -120,7 +120,11 @@ class EvidencePositionsSerializer(S.Serializer):
     n_invalid = S.IntegerField(help_text="Evidence steps outside their trace (left out)")
     deciles = S.ListField(child=S.IntegerField(), help_text="Evidence steps per tenth of the trace")
     by_mode = S.ListField(child=S.ListField(child=S.IntegerField()))
-    agents = AgentCountSerializer(many=True)
+    agents = AgentCountSerializer(many=True, help_text="Evidence steps by the agent acting at that step")
+    attributed_agents = AgentCountSerializer(
+        many=True, help_text="The same steps by the agent their label's imported attribution names (Who&When)"
+    )
+    n_attributed = S.IntegerField(help_text="Evidence steps whose label carries an attribution")
 
 
 class ModeChangeSerializer(S.Serializer):

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotator.access import access_project, access_trace, visible_traces
+from annotator.access import ProjectAccess, access_trace
 from traces.models import Step, StepKind, Trace
 from traces.viewer import StepFilter, search_steps
 
@@ -33,8 +35,17 @@ class TraceSerializer(serializers.ModelSerializer):
 
 
 class TraceDetailSerializer(TraceSerializer):
+    answer_key = serializers.SerializerMethodField(
+        help_text="The verdict that came with the data (e.g. Who&When's mistake_agent/mistake_step, MAST's "
+        "failure_modes): only for owners and adjudicators who are not annotating this trace; null otherwise."
+    )
+
     class Meta(TraceSerializer.Meta):
-        fields = [*TraceSerializer.Meta.fields, "metadata", "source_format"]
+        fields = [*TraceSerializer.Meta.fields, "metadata", "answer_key", "source_format"]
+
+    def get_answer_key(self, trace: Trace) -> dict[str, Any] | None:
+        access = self.context["access"]
+        return access.answer_key(trace) if access.may_see_labels(trace) else None
 
 
 class StepSerializer(serializers.ModelSerializer):
@@ -75,16 +86,20 @@ class ProjectTraceList(generics.ListAPIView):
     serializer_class = TraceSerializer
 
     def get_queryset(self):
-        project = access_project(self.request.user, self.kwargs["slug"])
-        return visible_traces(project, self.request.user).defer("metadata").order_by("id")
+        access = ProjectAccess.load(self.request.user, self.kwargs["slug"])
+        return access.traces().defer("metadata", "answer_key").order_by("id")
 
 
 class ProjectTraceDetail(generics.RetrieveAPIView):
     serializer_class = TraceDetailSerializer
 
     def get_object(self):
-        _, trace = access_trace(self.request.user, self.kwargs["slug"], self.kwargs["trace_id"])
-        return trace
+        access = ProjectAccess.load(self.request.user, self.kwargs["slug"])
+        self.access = access
+        return access.trace(self.kwargs["trace_id"])
+
+    def get_serializer_context(self):
+        return {**super().get_serializer_context(), "access": getattr(self, "access", None)}
 
 
 @extend_schema(parameters=[StepFilterSerializer])
@@ -109,4 +124,4 @@ class TraceSearch(APIView):
         _, trace = access_trace(request.user, slug, trace_id)
         filters = _filters(request, SearchQuerySerializer)
         hits, total = search_steps(trace, filters)
-        return Response({"q": filters.q, "hits": hits, "total": total})
+        return Response(SearchResultSerializer({"q": filters.q, "hits": hits, "total": total}).data)

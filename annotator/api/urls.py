@@ -4,9 +4,9 @@ Mounted at /api/ by annotator/urls.py. Token auth (`POST /api/token/`) or the br
 checks as the pages. Paths and names are a promise to scripts: tests/api/test_url_map.py holds them.
 """
 
+from django.contrib.auth.decorators import login_required
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
 from annotator.api import (
@@ -17,7 +17,9 @@ from annotator.api import (
     imports,
     llm,
     projects,
+    rounds,
     signatures,
+    tokens,
     traces,
 )
 from taxonomy.api import TaxonomyViewSet
@@ -29,10 +31,12 @@ router.register("taxonomies", TaxonomyViewSet, basename="api-taxonomy")  # taxon
 
 schema_urls = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # Signed-in users only: the schema answers 401 without a session or token, the docs page redirects to
+    # the login page (SERVE_PERMISSIONS in settings).
+    path("docs/", login_required(SpectacularSwaggerView.as_view(url_name="api-schema")), name="api-docs"),
 ]
 token_urls = [
-    path("token/", obtain_auth_token, name="api-token"),
+    path("token/", tokens.IssueToken.as_view(), name="api-token"),
 ]
 imports_urls = [
     path("projects/<slug:slug>/imports/", imports.start_import, name="api-import-start"),
@@ -102,6 +106,10 @@ llm_urls = [
 agreement_urls = [
     path("projects/<slug:slug>/agreement/", agreement.agreement, name="api-agreement"),
 ]
+rounds_urls = [
+    path("projects/<slug:slug>/rounds/", rounds.rounds, name="api-rounds"),
+    path("projects/<slug:slug>/rounds/<int:round_id>/close/", rounds.close, name="api-rounds-close"),
+]
 adjudication_urls = [
     path("projects/<slug:slug>/adjudication/", adjudication.queue, name="api-adjudication"),
     path("projects/<slug:slug>/adjudication/claim/", adjudication.claim_next, name="api-adjudication-claim"),
@@ -130,6 +138,7 @@ urlpatterns = [
     *annotations_urls,
     *llm_urls,
     *agreement_urls,
+    *rounds_urls,
     *adjudication_urls,
     *signatures_urls,
     *router.urls,  # projects/ and taxonomies/, and the browsable API root

@@ -8,6 +8,10 @@
 - `sleep` and `clock` are injectable, so tests exercise backoff and Retry-After without waiting.
 - The API key lives only in the request headers: it is never logged, and error texts that echo it are
   redacted before they can reach a log line, a result row or an API response.
+- Errors never carry the response body (only the status and a plain reason): a base URL pointing somewhere it
+  should not must not turn the run's error into a window on that answer.
+- Before every request the base URL is checked again (annotator.llm.urlguard: public hosts only, unless an
+  allowed prefix) and the connection goes to the address that passed the check.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import httpx
+
+from annotator.llm.urlguard import Resolver, UnsafeBaseURL, pinned_target
 
 log = logging.getLogger(__name__)
 
@@ -139,8 +145,12 @@ class ChatClient:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
         transport: httpx.BaseTransport | None = None,
+        allowed_base_urls: Sequence[str] = (),
+        resolver: Resolver | None = None,
     ):
         self.endpoint = endpoint
+        self.allowed_base_urls = tuple(allowed_base_urls)
+        self.resolver = resolver
         self.limiter = limiter
         self.max_retries = max_retries
         self.sleep = sleep
@@ -150,7 +160,9 @@ class ChatClient:
         self._http = httpx.Client(
             timeout=httpx.Timeout(endpoint.timeout),
             headers=headers,
-            transport=transport,
+            # An explicit transport: httpx then ignores HTTP(S)_PROXY (a proxy would resolve the host itself and
+            # defeat the address check) but still honours SSL_CERT_FILE / SSL_CERT_DIR.
+            transport=transport or httpx.HTTPTransport(),
             follow_redirects=False,
         )
 
@@ -189,7 +201,16 @@ class ChatClient:
             if self.limiter is not None:
                 self.limiter.acquire()
             try:
-                response = self._http.post(self.endpoint.url, json=self._body(messages))
+                target = pinned_target(self.endpoint.url, self.allowed_base_urls, resolver=self.resolver)
+            except UnsafeBaseURL as error:
+                raise LLMConfigError(str(error)) from None
+            try:
+                response = self._http.post(
+                    target.url,
+                    json=self._body(messages),
+                    headers=target.headers,
+                    extensions=target.extensions,
+                )
             except httpx.TimeoutException:
                 problem, wait = f"no answer within {self.endpoint.timeout:g}s (timeout)", None
             except httpx.TransportError as error:
@@ -198,7 +219,8 @@ class ChatClient:
                 status = response.status_code
                 if status < 300:
                     return self._completion(response, messages)
-                text = self.redact(response.text[:500])
+                # Read to recognise one known refusal, never copied into a message (see the module doc).
+                text = response.text[:500]
                 if status == 400 and self.json_mode and "response_format" in text:
                     log.info("endpoint does not support response_format; asking without it")
                     self.json_mode = False
@@ -206,10 +228,10 @@ class ChatClient:
                 if status in (401, 403, 404):
                     raise LLMConfigError(
                         f"the endpoint answered HTTP {status} for model {self.endpoint.model!r}: check the base "
-                        f"URL, model name and API key ({text[:200]})"
+                        "URL, model name and API key"
                     )
                 if status != 429 and status < 500:
-                    raise LLMRejected(f"the endpoint refused the request (HTTP {status}): {text[:300]}")
+                    raise LLMRejected(f"the endpoint refused the request (HTTP {status}){_hint(text)}")
                 problem = f"HTTP {status}"
                 wait = retry_after_seconds(response.headers.get("Retry-After"), now=self.clock())
             if attempt >= self.max_retries:
@@ -225,8 +247,7 @@ class ChatClient:
             text = data["choices"][0]["message"].get("content") or ""
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             raise LLMRejected(
-                "the endpoint answered, but not in the chat-completions format "
-                f"({self.redact(response.text[:200])!r})"
+                f"the endpoint answered HTTP {response.status_code}, but not in the chat-completions format"
             ) from None
         usage = data.get("usage") or {}
         prompt_tokens = _int(usage.get("prompt_tokens"))
@@ -240,6 +261,14 @@ class ChatClient:
         return Completion(
             text, prompt_estimate, completion_estimate, prompt_estimate + completion_estimate, estimated=True
         )
+
+
+def _hint(body: str) -> str:
+    """A reason of our own words for refusals we recognise (the body itself is never shown)."""
+    lowered = body.lower()
+    if "context" in lowered and ("length" in lowered or "window" in lowered or "too long" in lowered):
+        return ": the prompt is too long for the model (lower the trace budget)"
+    return ""
 
 
 def _int(value: Any) -> int:

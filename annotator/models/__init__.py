@@ -2,15 +2,22 @@
 
 from annotator.models.adjudication import AdjudicationItem, GoldHistory, GoldLabel
 from annotator.models.annotations import Annotation, LabelApplication, LabelHistory
+from annotator.models.discussions import Comment, Mention, Thread
 from annotator.models.llm import LLMConfig, LLMRun, LLMTraceResult, PromptTemplate
 from annotator.models.projects import Assignment, Membership, Project, Role
+from annotator.models.proposals import ModeProposal
 from annotator.models.reports import AgreementReport, Export
+from annotator.models.rounds import CalibrationRound
+from annotator.models.tokens import ApiToken
 
 __all__ = [
     "AdjudicationItem",
     "AgreementReport",
     "Annotation",
+    "ApiToken",
     "Assignment",
+    "CalibrationRound",
+    "Comment",
     "Export",
     "GoldHistory",
     "GoldLabel",
@@ -20,7 +27,10 @@ __all__ = [
     "LabelApplication",
     "LabelHistory",
     "Membership",
+    "Mention",
+    "ModeProposal",
     "Project",
     "PromptTemplate",
     "Role",
+    "Thread",
 ]

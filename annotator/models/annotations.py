@@ -61,6 +61,10 @@ class LabelApplication(models.Model):
     # evidence are saved, versioned and compared together.
     evidence = models.JSONField(default=list, blank=True)
     note = models.TextField(blank=True)
+    # A failure attribution that came with imported data, stored as given: {"agent", "step", "reason"}
+    # (Who&When's mistake_agent / mistake_step / mistake_reason). Empty for labels made here. It sits on the
+    # label, not on the trace, so only people who may see labels see it (annotator.access).
+    attribution = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["annotation", "mode__order"]

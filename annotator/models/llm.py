@@ -6,8 +6,6 @@ A language model is measured like a human: its labels are ordinary submitted Ann
 
 from __future__ import annotations
 
-import os
-
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -16,8 +14,9 @@ from django.db.models import Q
 class LLMConfig(models.Model):
     """One per project: an OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama, ...).
 
-    The API key is never stored in clear: either the name of an environment variable (`api_key_env`) or a
-    Fernet token (`api_key_encrypted`, see annotator.llm.secrets). Nothing here is ever rendered as the key.
+    The API key is never stored in clear: either the name of an environment variable (`api_key_env`, used
+    only when the administrator lists it in LLM_KEY_ENVS) or a Fernet token (`api_key_encrypted`), see
+    annotator.llm.secrets. Nothing here is ever rendered as the key.
     """
 
     project = models.OneToOneField("annotator.Project", on_delete=models.CASCADE, related_name="llm_config")
@@ -26,7 +25,7 @@ class LLMConfig(models.Model):
         max_length=500, default="http://127.0.0.1:11434/v1", help_text="Up to /v1; /chat/completions is added"
     )
     model = models.CharField(max_length=200, blank=True)
-    api_key_env = models.CharField(max_length=100, blank=True, default="OPENAI_API_KEY")
+    api_key_env = models.CharField(max_length=100, blank=True, default="")
     api_key_encrypted = models.TextField(blank=True)
     temperature = models.FloatField(default=0.0)
     max_tokens = models.PositiveIntegerField(default=1024, help_text="Per answer")
@@ -67,17 +66,23 @@ class LLMConfig(models.Model):
         if self.api_key_encrypted:
             return "a key is stored (encrypted)"
         if self.api_key_env:
-            found = "set" if os.environ.get(self.api_key_env) else "not set in this process"
-            return f"from ${self.api_key_env} ({found})"
+            from annotator.llm.secrets import env_key_source
+
+            return env_key_source(self.api_key_env, self.base_url)
         return "no key (fine for local servers such as Ollama or vLLM)"
 
-    def api_key(self) -> str:
-        """The key to send: the stored one if any, else the environment variable's value, else ""."""
-        if self.api_key_encrypted:
-            from annotator.llm.secrets import decrypt
+    def api_key(self, base_url: str | None = None) -> str:
+        """The key to send to `base_url` (default: the configured one): the stored key if any, else the value
+        of an environment variable the administrator allows (LLM_KEY_ENVS) for that URL, else "".
 
-            return decrypt(self.api_key_encrypted)
-        return os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+        A stored key belongs to the base URL it was entered for (changing the URL forgets it), so a run that
+        was started with another URL gets none."""
+        from annotator.llm.secrets import decrypt, env_key
+
+        url = self.base_url if base_url is None else base_url
+        if self.api_key_encrypted:
+            return decrypt(self.api_key_encrypted) if url == self.base_url else ""
+        return env_key(self.api_key_env, url) if self.api_key_env else ""
 
 
 class PromptTemplate(models.Model):

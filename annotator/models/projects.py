@@ -90,6 +90,10 @@ class Assignment(models.Model):
     # An expiring reservation: "Start next" claims a slot, and an abandoned claim frees itself.
     reserved_until = models.DateTimeField(null=True, blank=True)
     skip_reason = models.TextField(blank=True)
+    # A slot of a calibration round: it never moves to another annotator (the round needs every one).
+    calibration_round = models.ForeignKey(
+        "annotator.CalibrationRound", null=True, blank=True, on_delete=models.SET_NULL, related_name="slots"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -12,14 +12,15 @@ Rules kept here (and only here; the pages and the API call these verbs):
   `severity` that orders the queue: 100 per disputed fatal mode + 1 per disputed mode (+1 if the
   primary differs), so fatal disputes come first, then the most disputed traces.
 - Idempotent: each item stores a fingerprint of the annotations it compared (ids and versions);
-  re-checking unchanged input writes nothing. A changed annotation re-evaluates the item as long as
-  adjudication has not started. Started = claimed once (claimed_by is set, even if the claim expired)
-  or resolved; that is also when annotations stop being editable
-  (`annotator.services.annotations.is_locked` reads the same two fields).
+  re-checking unchanged input writes nothing. A new annotation (a slot submitted late) re-evaluates the
+  item as long as adjudication has not started. Started = claimed once (claimed_by is set, even if the
+  claim expired) or resolved. Submitted annotations stop being editable as soon as the item exists,
+  whatever its status (`annotator.services.annotations.is_locked`), so the lock tells an annotator nothing
+  about what the others chose.
 - Claims are expiring locks (`claimed_until`, the project's reservation minutes). The next item is
   taken with `select_for_update(skip_locked=True)` on PostgreSQL, and every claim is a conditional
   UPDATE on the item's version, which also keeps SQLite (no row locks) correct. Releasing a claim
-  expires it but keeps `claimed_by`, so the trace stays locked for annotators.
+  expires it but keeps `claimed_by`.
 - Gold history: every automatic agreement, re-evaluation, decision and reopening is a GoldHistory row.
   Decisions themselves live in `annotator.services.gold`.
 """
@@ -31,7 +32,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 
 from django.db import connection, transaction
-from django.db.models import Count, F, Q
+from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
 from annotator.models import AdjudicationItem, Annotation, GoldHistory, GoldLabel, Project
@@ -234,11 +235,15 @@ def _free(now) -> Q:
     return Q(claimed_until__isnull=True) | Q(claimed_until__lte=now)
 
 
-def do_claim_next(project: Project, user) -> AdjudicationItem | None:
+def do_claim_next(
+    project: Project, user, *, items: QuerySet[AdjudicationItem] | None = None
+) -> AdjudicationItem | None:
     """The user's current claim, or the most severe open item nobody holds, claimed for them (None when
-    the queue is empty). See the module docstring for the locking."""
+    the queue is empty). `items`: the items this user may open (annotator.access; it leaves out traces
+    they are still annotating). See the module docstring for the locking."""
     now = timezone.now()
-    open_items = AdjudicationItem.objects.filter(project=project, status=Status.OPEN)
+    scope = AdjudicationItem.objects.all() if items is None else items
+    open_items = scope.filter(project=project, status=Status.OPEN)
     mine = open_items.filter(claimed_by=user, claimed_until__gt=now).order_by("-severity", "id").first()
     if mine is not None:
         return mine
@@ -288,7 +293,7 @@ def do_claim(item: AdjudicationItem, user, *, base_version: int) -> Adjudication
 
 
 def do_release(item: AdjudicationItem, user) -> None:
-    """Give a claim back: it expires now, but the trace stays locked for annotators (claimed_by kept)."""
+    """Give a claim back: it expires now (claimed_by is kept: adjudication of the trace has started)."""
     AdjudicationItem.objects.filter(pk=item.pk, claimed_by=user, status=Status.OPEN).update(
         claimed_until=timezone.now(), version=F("version") + 1
     )

@@ -5,9 +5,12 @@ Rules kept here (and only here, so the page and the API agree):
 - Optimistic concurrency: every save names the `Annotation.version` it was based on (0 when there was no
   annotation yet); a stale save raises StaleAnnotation and changes nothing, so two tabs never silently
   overwrite each other.
-- Editable until adjudication starts: an annotation may change while no AdjudicationItem for its
-  (project, trace) has been claimed by an adjudicator or resolved (see `is_locked`). An item that merely
-  exists (status open or agreed, unclaimed) does not lock: the queue re-evaluates it on the next change.
+- A submitted annotation is editable until the trace's round closes: once the trace has an
+  AdjudicationItem (its required annotations are all in, whether they agree or not), submitted annotations
+  of it no longer change (see `is_locked`). The rule must not depend on the item's status: a lock that
+  came only with a disagreement (claimed or resolved items) told a blind annotator that the other
+  annotator disagreed. Slots not yet submitted (a third annotator's, a skipped one) stay open; their
+  submission re-evaluates an item that is not resolved.
 - A submitted annotation is changed by submitting again (validated in full), never by a draft save, so
   an autosave cannot silently withdraw a submission from the agreement statistics.
 - Every change is kept in LabelHistory with before/after snapshots, the actor and the action.
@@ -19,7 +22,7 @@ import logging
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from annotator.models import AdjudicationItem, Annotation, Assignment, LabelApplication, LabelHistory
@@ -58,13 +61,20 @@ class StaleAnnotation(AnnotationError):
         )
 
 
-def is_locked(project_id: int, trace_id: int) -> bool:
-    """True once adjudication of the trace has started: an adjudicator claimed it, or it is resolved."""
-    return (
-        AdjudicationItem.objects.filter(project_id=project_id, trace_id=trace_id)
-        .filter(Q(claimed_by__isnull=False) | Q(status=AdjudicationItem.Status.RESOLVED))
-        .exists()
-    )
+LOCKED_MESSAGE = (
+    "Every required annotation of this trace is in (agreement and adjudication work from them), "
+    "so your submitted annotation can no longer change"
+)
+
+
+def is_locked(assignment: Assignment) -> bool:
+    """True when the assignment's annotation is submitted and the trace's round has closed (it has an
+    adjudication item, in any status). Depends on nothing the other annotators chose."""
+    if assignment.status != Assignment.Status.SUBMITTED:
+        return False
+    return AdjudicationItem.objects.filter(
+        project_id=assignment.project_id, trace_id=assignment.trace_id
+    ).exists()
 
 
 def snapshot(annotation: Annotation | None, assignment: Assignment) -> dict[str, Any] | None:
@@ -160,10 +170,8 @@ def _write(assignment: Assignment, payload: AnnotationPayload, *, actor, base_ve
             current = annotation.version if annotation else 0
             if base_version != current:
                 raise StaleAnnotation(current, payload)
-            if is_locked(project.pk, assignment.trace_id):
-                raise AnnotationLocked(
-                    "Adjudication of this trace has started, so its annotations can no longer change"
-                )
+            if is_locked(assignment):
+                raise AnnotationLocked(LOCKED_MESSAGE)
             if not submit and annotation and annotation.status == Annotation.Status.SUBMITTED:
                 raise AnnotationInvalid("This annotation is submitted: to change it, submit it again")
             modes = check_payload(assignment, payload, submitting=submit)
@@ -267,8 +275,6 @@ def do_skip(assignment: Assignment, reason: str, *, actor) -> Assignment:
         assignment = _lock(assignment)
         if assignment.status == Assignment.Status.SUBMITTED:
             raise AnnotationInvalid("This trace is submitted; change the annotation instead of skipping it")
-        if is_locked(project.pk, assignment.trace_id):
-            raise AnnotationLocked("Adjudication of this trace has started")
         annotation, _ = Annotation.objects.get_or_create(assignment=assignment, defaults={"version": 1})
         before = snapshot(annotation, assignment)
         Assignment.objects.filter(pk=assignment.pk).update(

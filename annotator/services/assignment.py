@@ -61,15 +61,24 @@ def do_assign(project: Project) -> int:
         rows = list(
             Assignment.objects.filter(project=project)
             .filter(human_q("annotator"))
-            .values_list("id", "trace_id", "annotator_id", "status", "reserved_until", "annotation__id")
+            .values_list(
+                "id",
+                "trace_id",
+                "annotator_id",
+                "status",
+                "reserved_until",
+                "annotation__id",
+                "calibration_round",
+            )
         )
         existing = [(trace, annotator) for _, trace, annotator, *_ in rows]
         ids = {(trace, annotator): pk for pk, trace, annotator, *_ in rows}
         movable = [
             (trace, annotator)
-            for _, trace, annotator, status, reserved, annotation in rows
+            for _, trace, annotator, status, reserved, annotation, calibration_round in rows
             if status == Assignment.Status.PENDING
             and annotation is None
+            and calibration_round is None
             and (reserved is None or reserved < now)
         ]
         plan = plan_assignments(trace_ids, annotator_ids(project), project.overlap, existing, movable)

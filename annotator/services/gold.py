@@ -250,7 +250,7 @@ def do_decide(item: AdjudicationItem, decision: Decision, *, actor, base_version
             resolved_at=now,
             note=decision.note,
             claimed_by=actor,
-            claimed_until=now,  # the claim ends with the decision; claimed_by stays (the trace stays locked)
+            claimed_until=now,  # the claim ends with the decision; claimed_by stays (adjudication started)
             updated_at=now,
         )
         if not won:

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotator.models import Annotation, Assignment, LabelApplication, LabelHistory, Membership, Project, Role
+from annotator.services.attribution import attribution_conflicts
 from taxonomy.models import FailureMode
 from taxonomy.schema import resolve_mode
 from taxonomy.services import version_to_spec
@@ -34,6 +35,8 @@ class LabelImportResult:
     labels: int = 0
     users_created: list[str] = field(default_factory=list)
     ignored_modes: Counter = field(default_factory=Counter)
+    # Records whose attributed agent is not the agent of the attributed step (annotator.services.attribution).
+    attribution_conflicts: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {
@@ -42,6 +45,7 @@ class LabelImportResult:
             "labels": self.labels,
             "users_created": self.users_created,
             "ignored_modes": dict(self.ignored_modes),
+            "attribution_conflicts": self.attribution_conflicts,
         }
 
 
@@ -87,7 +91,12 @@ def do_import_annotations(
         if user is None:
             user = users[item.record.annotator] = _imported_user(project, item.record.annotator, result)
         labels = _resolve_labels(item, resolve, ignore_unknown_modes, result)
-        _store(project, item, user, labels, result, actor)
+        result.attribution_conflicts += attribution_conflicts(item.trace, item.record.labels, item.where)
+        # Provenance for the dataset card (annotator.services.provenance): the labels left out here.
+        ignored = [
+            label.mode.splitlines()[0][:80] for label in item.record.labels if resolve(label.mode) is None
+        ]
+        _store(project, item, user, labels, result, actor, provenance={"ignored_labels": ignored})
         touched.add(item.trace.pk)
     if result.created:
         # Imported annotations count for the adjudication queue and the agreement report, like submits.
@@ -188,6 +197,7 @@ def _store(
     actor,
     *,
     action: str = "imported",
+    provenance: dict | None = None,
 ) -> Annotation:
     """Also the LLM rater's way to store its labels (annotator.services.llm_runs, action "llm")."""
     record = item.record
@@ -220,6 +230,7 @@ def _store(
             primary=label.primary,
             evidence=[{"step": step} for step in label.steps],
             note=label.note,
+            attribution=label.attribution or {},
         )
         for mode, label in labels
     )
@@ -227,7 +238,11 @@ def _store(
         status=Assignment.Status.SUBMITTED, reserved_until=None
     )
     LabelHistory.objects.create(
-        annotation=annotation, actor=actor, action=action, before=None, after=snapshot
+        annotation=annotation,
+        actor=actor,
+        action=action,
+        before=None,
+        after={**snapshot, **(provenance or {})},
     )
     result.created += 1
     result.labels += len(labels)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import httpx
+from django.conf import settings
 from django.core.cache import cache
 
 from annotator.llm.client import ChatClient, Endpoint, LLMConfigError, LLMError, LLMUnavailable, RateLimiter
@@ -134,7 +135,7 @@ def make_client(
     endpoint = Endpoint(
         base_url=snapshot["base_url"],
         model=run.model,
-        api_key=config.api_key(),
+        api_key=config.api_key(snapshot["base_url"]),
         temperature=snapshot.get("temperature", 0.0),
         max_tokens=snapshot.get("max_tokens", 1024),
         timeout=snapshot.get("timeout_seconds", 120.0),
@@ -145,7 +146,13 @@ def make_client(
         f"cfg{config.pk}", endpoint.requests_per_minute, counter=cache, clock=clock, sleep=sleep
     )
     return ChatClient(
-        endpoint, limiter=limiter, sleep=sleep, clock=clock, transport=transport, max_retries=max_retries
+        endpoint,
+        limiter=limiter,
+        sleep=sleep,
+        clock=clock,
+        transport=transport,
+        max_retries=max_retries,
+        allowed_base_urls=settings.LLM_ALLOWED_BASE_URLS,
     )
 
 

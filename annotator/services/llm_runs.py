@@ -24,13 +24,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from annotator.llm.client import LLMConfigError
 from annotator.llm.secrets import SecretUnreadable
+from annotator.llm.urlguard import UnsafeBaseURL, check_base_url
 from annotator.models import Annotation, LLMConfig, LLMRun, LLMTraceResult, Project
 from annotator.services.label_import import LabelImportError
 from annotator.services.llm_labeller import Labeller, Outcome, make_client, store_answer
@@ -51,8 +53,11 @@ class LLMRunError(ValueError):
     """Why a run cannot start; shown to the owner as it is."""
 
 
-def check_run_request(project: Project, *, batch_name: str, limit: int | None, model: str | None):
-    """(batch, config, model) for a valid request, else LLMRunError naming what to fix."""
+def check_run_request(
+    project: Project, *, batch_name: str, limit: int | None, model: str | None, check_url: bool = True
+):
+    """(batch, config, model) for a valid request, else LLMRunError naming what to fix. `check_url=False`
+    skips the base-URL rule (annotator.llm.urlguard) for a dry run, which calls nothing."""
     config = get_config(project)
     model = (model or config.model or "").strip()
     if not model:
@@ -63,6 +68,11 @@ def check_run_request(project: Project, *, batch_name: str, limit: int | None, m
         raise LLMRunError(f"No batch {batch_name!r} in this project (its batches: {names}).")
     if limit is not None and limit < 1:
         raise LLMRunError("The limit must be at least 1.")
+    try:
+        if check_url:
+            check_base_url(config.base_url, settings.LLM_ALLOWED_BASE_URLS)
+    except UnsafeBaseURL as error:
+        raise LLMRunError(f"Fix the base URL on the project's LLM settings page: {error}") from None
     return batch, config, model
 
 
@@ -308,9 +318,13 @@ def _process(run: LLMRun, budget_seconds, on_progress, lock_seconds: int, client
     _finish(run, LLMRun.Status.SUCCEEDED)
 
 
-def run_progress(run: LLMRun, *, failures: int = 20) -> dict:
-    """The run as JSON for the API and the status partial (no key: the endpoint snapshot never holds one)."""
+def run_progress(run: LLMRun, *, failures: int = 20, hide: QuerySet | None = None) -> dict:
+    """The run as JSON for the API and the status partial (no key: the endpoint snapshot never holds one).
+    `hide`: trace ids whose failures are left out (a failure shows the model's raw output, i.e. its labels;
+    annotator.access passes the traces the reader is still annotating)."""
     failed = run.results.filter(status=LLMTraceResult.Status.FAILED).select_related("trace").order_by("id")
+    if hide is not None:
+        failed = failed.exclude(trace_id__in=hide)
     return {
         "id": run.pk,
         "status": run.status,

@@ -64,6 +64,24 @@ def do_save_prompt(project: Project, instructions: str, *, actor=None) -> tuple[
     return template, True
 
 
+def do_save_config(config: LLMConfig, *, actor=None) -> bool:
+    """Save edited endpoint settings (a validated form's instance, base URL already checked by
+    annotator.llm.urlguard). A changed base URL forgets the stored key: a key entered for one server must
+    never be sent to another. Returns True when a stored key was forgotten, so the page can say so."""
+    with transaction.atomic():
+        current = LLMConfig.objects.select_for_update().get(pk=config.pk)
+        forgot = current.base_url != config.base_url and bool(current.api_key_encrypted)
+        # The stored key is never a form field: keep what the row holds now (or nothing, when forgotten).
+        config.api_key_encrypted = "" if forgot else current.api_key_encrypted
+        config.updated_by = actor
+        config.save()
+    if forgot:
+        log.info(
+            "project %s: base URL changed by %s; the stored API key was forgotten", config.project_id, actor
+        )
+    return forgot
+
+
 def do_store_key(project: Project, key: str, *, actor=None) -> None:
     """Encrypt and store an API key (it then takes precedence over the environment variable)."""
     key = (key or "").strip()

@@ -7,7 +7,9 @@ report must go from the database to a stored result in seconds. So each table is
 
 Filters (all optional, combined with AND) restrict which submitted annotations count:
 `batch` (a batch name of the project), `annotators` (usernames), `since` / `until` (dates, inclusive,
-on `submitted_at` in the server's time zone).
+on `submitted_at` in the server's time zone), and `where`: trace metadata conditions "key=value" (the
+trace's metadata value for key, as text, equals value; several conditions all hold), e.g. "round=Round 3";
+`round`: a calibration round of the project (id, or name in params): the annotations of its slots.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import F, Func, JSONField, Q, QuerySet, TextField, Value
+from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
+from django.db.models.lookups import Exact
 from django.utils import timezone
 
 from annotator.agreement.report import EvidenceRows, ModeInfo, ReportInput
@@ -31,7 +35,9 @@ from annotator.models import Annotation, LabelApplication, Membership, Project, 
 from annotator.raters import LLM_PREFIX
 from taxonomy.models import FailureMode
 
-FILTER_KEYS = ("batch", "annotators", "since", "until")
+FILTER_KEYS = ("batch", "annotators", "since", "until", "where", "round")
+MAX_WHERE = 10
+MAX_WHERE_CHARS = 200
 
 
 class ReportFilterError(ValueError):
@@ -67,6 +73,23 @@ def clean_filters(project: Project, params: Mapping[str, Any]) -> dict[str, Any]
         )
         errors += [f"No annotator “{name}” in this project" for name in names if name not in known]
         out["annotators"] = names
+    round_value = str(params.get("round") or "").strip()
+    if round_value:
+        rounds = project.rounds.all()
+        found = (
+            rounds.filter(pk=int(round_value))
+            if round_value.isdigit() and len(round_value) < 10
+            else rounds.none()
+        ) or rounds.filter(name=round_value)
+        round_id = found.values_list("pk", flat=True).first()
+        if round_id is None:
+            errors.append(f"No calibration round “{round_value[:100]}” in this project")
+        else:
+            out["round"] = round_id
+    where, where_errors = _clean_where(params)
+    errors += where_errors
+    if where:
+        out["where"] = where
     for key in ("since", "until"):
         value = str(params.get(key) or "").strip()
         if value:
@@ -81,6 +104,34 @@ def clean_filters(project: Project, params: Mapping[str, Any]) -> dict[str, Any]
     return out
 
 
+def _clean_where(params: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """Sorted, de-duplicated "key=value" metadata conditions, and the problems with them."""
+    raw = params.getlist("where") if hasattr(params, "getlist") else params.get("where") or []
+    if isinstance(raw, str):
+        raw = [raw]
+    conditions, errors = set(), []
+    for item in raw:
+        text = str(item).strip()
+        if not text:
+            continue
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            errors.append(
+                f"“{text[:MAX_WHERE_CHARS]}” is not a metadata condition: write key=value, e.g. round=Round 3"
+            )
+        elif len(text) > MAX_WHERE_CHARS:
+            errors.append(f"A metadata condition may be at most {MAX_WHERE_CHARS} characters")
+        else:
+            conditions.add(f"{key.strip()}={value.strip()}")
+    if len(conditions) > MAX_WHERE:
+        errors.append(f"At most {MAX_WHERE} metadata conditions")
+    return sorted(conditions), errors
+
+
+def where_conditions(filters: Mapping[str, Any]) -> list[tuple[str, str]]:
+    return [tuple(item.split("=", 1)) for item in filters.get("where") or []]
+
+
 def _day_start(day: str) -> dt.datetime:
     return timezone.make_aware(dt.datetime.combine(dt.date.fromisoformat(day), dt.time.min))
 
@@ -93,6 +144,11 @@ def filter_q(project: Project, filters: Mapping[str, Any], prefix: str = "") -> 
         q &= Q(**{f"{prefix}assignment__trace__batch__name": filters["batch"]})
     if filters.get("annotators"):
         q &= Q(**{f"{prefix}assignment__annotator__username__in": filters["annotators"]})
+    if filters.get("round"):
+        q &= Q(**{f"{prefix}assignment__calibration_round_id": filters["round"]})
+    for key, value in where_conditions(filters):
+        # KeyTextTransform takes the key as given (no "__" path parsing): any metadata key works.
+        q &= Q(Exact(KeyTextTransform(key, f"{prefix}assignment__trace__metadata"), value))
     if filters.get("since"):
         q &= Q(**{f"{prefix}submitted_at__gte": _day_start(filters["since"])})
     if filters.get("until"):

@@ -30,6 +30,7 @@ import json
 import logging
 from collections.abc import Mapping
 from datetime import timedelta
+from importlib import metadata
 from typing import Any
 
 from celery import current_app
@@ -238,6 +239,7 @@ def _results(project: Project, report: AgreementReport, loaded, fingerprint: str
             },
             "filters": report.filters,
             "fingerprint": fingerprint,
+            "software": software_version(),
             "computed_at": timezone.now().isoformat(),
         }
     )
@@ -245,6 +247,14 @@ def _results(project: Project, report: AgreementReport, loaded, fingerprint: str
     for entry, info in zip(results["raters"], loaded.raters, strict=True):
         entry.update(kind=info["kind"], imported=info["imported"])
     return results
+
+
+def software_version() -> str:
+    """Name and version of this software, for methods sections ("computed with trace-annotator 0.1.0")."""
+    try:
+        return f"trace-annotator {metadata.version('trace-annotator')}"
+    except metadata.PackageNotFoundError:  # run from a checkout that was never pip-installed
+        return "trace-annotator (version unknown)"
 
 
 def _debounce_key(project_id: int) -> str:

@@ -7,6 +7,10 @@ labelled trace (millions of rows) or one lookup per evidence point. PostgreSQL (
 and SQLite (``json_each``) both expand the list server-side, and the agent comes from the unique
 (trace, index) index of steps. Only integer steps are kept (``{"step": "abc"}`` or a missing key is not a
 point); negative or out-of-range steps are kept with agent ``""`` so the figure can count them as invalid.
+
+Each point also carries the *attributed* agent: the agent an imported attribution names for the label
+(``LabelApplication.attribution["agent"]``, Who&When's ``mistake_agent``), or ``""``. A gold label takes it
+from the submitted labels of the same trace and mode (gold rows keep no attribution of their own).
 """
 
 from __future__ import annotations
@@ -20,13 +24,20 @@ from traces.models import Step
 
 __all__ = ["EvidenceRow", "annotation_evidence", "gold_evidence"]
 
-EvidenceRow = tuple[int, int, int, str]  # (trace id, mode id, step index, agent of that step or "")
+# (trace id, mode id, step index, agent of that step or "", attributed agent or "")
+EvidenceRow = tuple[int, int, int, str, str]
+
+_AGENT_OF = {  # the attributed agent inside a label's attribution JSON, per vendor
+    "postgresql": "({column} ->> 'agent')",
+    "sqlite": "json_extract({column}, '$.agent')",
+}
 
 _POINTS = {
     "postgresql": """
         SELECT l.trace_id, l.mode_id,
                CASE WHEN jsonb_typeof(e.value -> 'step') = 'number' AND (e.value ->> 'step') ~ '^-?[0-9]+$'
-                    THEN (e.value ->> 'step')::bigint END AS step
+                    THEN (e.value ->> 'step')::bigint END AS step,
+               l.attributed
         FROM labelled l
         CROSS JOIN LATERAL jsonb_array_elements(
             CASE WHEN jsonb_typeof(l.evidence) = 'array' THEN l.evidence ELSE '[]'::jsonb END) AS e(value)
@@ -35,7 +46,8 @@ _POINTS = {
         SELECT l.trace_id, l.mode_id,
                CASE WHEN e.type = 'object' THEN
                    CASE WHEN json_type(e.value, '$.step') = 'integer' THEN json_extract(e.value, '$.step') END
-               END AS step
+               END AS step,
+               l.attributed
         FROM labelled l,
              json_each(CASE WHEN json_type(l.evidence) = 'array' THEN l.evidence ELSE '[]' END) AS e
     """,
@@ -45,14 +57,26 @@ _POINTS = {
 def gold_evidence(project_id: int, statuses: tuple[str, ...]) -> list[EvidenceRow]:
     """Evidence of the gold labels of the project's items in `statuses` (agreed, resolved)."""
     gold, item = _t(GoldLabel), _t(AdjudicationItem)
+    label, annotation, assignment = _t(LabelApplication), _t(Annotation), _t(Assignment)
     status_params = ", ".join(["%s"] * len(statuses))
+    attributed = _agent_of(f"la.{_c(LabelApplication, 'attribution')}")
     labelled = f"""
         SELECT i.{_c(AdjudicationItem, "trace")} AS trace_id, g.{_c(GoldLabel, "mode")} AS mode_id,
-               g.{_c(GoldLabel, "evidence")} AS evidence
+               g.{_c(GoldLabel, "evidence")} AS evidence,
+               COALESCE((
+                   SELECT MIN(NULLIF({attributed}, ''))
+                   FROM {label} la
+                   JOIN {annotation} a ON a.{_c(Annotation, "id")} = la.{_c(LabelApplication, "annotation")}
+                   JOIN {assignment} s ON s.{_c(Assignment, "id")} = a.{_c(Annotation, "assignment")}
+                   WHERE s.{_c(Assignment, "trace")} = i.{_c(AdjudicationItem, "trace")}
+                     AND s.{_c(Assignment, "project")} = i.{_c(AdjudicationItem, "project")}
+                     AND la.{_c(LabelApplication, "mode")} = g.{_c(GoldLabel, "mode")}
+                     AND a.{_c(Annotation, "status")} = %s
+               ), '') AS attributed
         FROM {gold} g JOIN {item} i ON i.{_c(AdjudicationItem, "id")} = g.{_c(GoldLabel, "item")}
         WHERE i.{_c(AdjudicationItem, "project")} = %s AND i.{_c(AdjudicationItem, "status")} IN ({status_params})
     """
-    return _run(labelled, [project_id, *statuses])
+    return _run(labelled, [Annotation.Status.SUBMITTED, project_id, *statuses])
 
 
 def annotation_evidence(project_id: int, status: str, annotator: str | None = None) -> list[EvidenceRow]:
@@ -69,7 +93,8 @@ def annotation_evidence(project_id: int, status: str, annotator: str | None = No
         params.append(annotator)
     labelled = f"""
         SELECT s.{_c(Assignment, "trace")} AS trace_id, l.{_c(LabelApplication, "mode")} AS mode_id,
-               l.{_c(LabelApplication, "evidence")} AS evidence
+               l.{_c(LabelApplication, "evidence")} AS evidence,
+               COALESCE({_agent_of(f"l.{_c(LabelApplication, 'attribution')}")}, '') AS attributed
         FROM {label} l
         JOIN {annotation} a ON a.{_c(Annotation, "id")} = l.{_c(LabelApplication, "annotation")}
         JOIN {assignment} s ON s.{_c(Assignment, "id")} = a.{_c(Annotation, "assignment")}
@@ -95,13 +120,21 @@ def _run(labelled: str, params: list[object]) -> list[EvidenceRow]:
         WITH labelled AS ({labelled}), points AS ({_POINTS[vendor]})
         SELECT p.trace_id, p.mode_id, p.step,
                COALESCE((SELECT st.{_c(Step, "agent")} FROM {step} st
-                         WHERE st.{_c(Step, "trace")} = p.trace_id AND st.{_c(Step, "index")} = p.step), '')
+                         WHERE st.{_c(Step, "trace")} = p.trace_id AND st.{_c(Step, "index")} = p.step), ''),
+               p.attributed
         FROM points p
         WHERE p.step IS NOT NULL
     """
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
+
+
+def _agent_of(column: str) -> str:
+    vendor = connection.vendor
+    if vendor not in _AGENT_OF:
+        raise RuntimeError(f"evidence positions need PostgreSQL or SQLite, not {vendor}")
+    return _AGENT_OF[vendor].format(column=column)
 
 
 def _t(model: type[Model]) -> str:

@@ -359,11 +359,12 @@ def _locate(ids: np.ndarray, trace_ids: np.ndarray, mode_column: np.ndarray, mod
 def _evidence(parts, ids, from_gold, labels, mode_column, step_count) -> Evidence:
     """Evidence points of labels that made it into the matrix (an evidence step for a mode the agreement
     dropped is not evidence of anything), each (trace, mode, step) once even if two annotators chose it."""
-    rows, cols, steps, agent_codes, agent_names = [], [], [], [], []
+    rows, cols, steps = [], [], []
+    agents, attributed = _Names(), _Names()
     for points, is_gold in parts:
         if not points:
             continue
-        trace_ids, mode_ids, step, agent = zip(*points, strict=True)
+        trace_ids, mode_ids, step, agent, attributed_agent = zip(*points, strict=True)
         row, col = _locate(
             ids,
             np.fromiter(trace_ids, np.int64, len(points)),
@@ -373,12 +374,11 @@ def _evidence(parts, ids, from_gold, labels, mode_column, step_count) -> Evidenc
         ok = (row >= 0) & (col >= 0)
         ok[ok] &= from_gold[row[ok]] == is_gold
         ok[ok] &= labels[row[ok], col[ok]]
-        agents = factorize(agent)
         rows.append(row[ok])
         cols.append(col[ok])
         steps.append(np.fromiter(step, np.int64, len(points))[ok])
-        agent_codes.append(agents.codes[ok] + sum(len(names) for names in agent_names))
-        agent_names.append(agents.names)
+        agents.add(agent, ok)
+        attributed.add(attributed_agent, ok)
     if not rows or not sum(len(r) for r in rows):
         return Evidence.empty()
     row, col, step = np.concatenate(rows), np.concatenate(cols), np.concatenate(steps)
@@ -389,10 +389,27 @@ def _evidence(parts, ids, from_gold, labels, mode_column, step_count) -> Evidenc
         _, first = np.unique(key, return_index=True)
     else:  # absurd step numbers: fall back to comparing rows
         _, first = np.unique(np.stack([row, col, step], axis=1), axis=0, return_index=True)
-    merged = factorize([name for names in agent_names for name in names])
-    agent = merged.codes[np.concatenate(agent_codes)[first]]
     row = row[first]
-    return Evidence(row, col[first], step[first], step_count[row], Grouping(agent, merged.names))
+    return Evidence(
+        row, col[first], step[first], step_count[row], agents.grouping(first), attributed.grouping(first)
+    )
+
+
+class _Names:
+    """One name per evidence point, gathered part by part (gold, annotations) and merged into a Grouping."""
+
+    def __init__(self) -> None:
+        self.codes: list[np.ndarray] = []
+        self.names: list[tuple[str, ...]] = []
+
+    def add(self, values, keep: np.ndarray) -> None:
+        grouping = factorize(values)
+        self.codes.append(grouping.codes[keep] + sum(len(names) for names in self.names))
+        self.names.append(grouping.names)
+
+    def grouping(self, first: np.ndarray) -> Grouping:
+        merged = factorize([name for names in self.names for name in names])
+        return Grouping(merged.codes[np.concatenate(self.codes)[first]], merged.names)
 
 
 def _mode_info(mode: FailureMode) -> ModeInfo:

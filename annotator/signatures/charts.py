@@ -325,26 +325,32 @@ def _positions(s: Signatures, names: dict[str, str]) -> dict:
                 for d, n in enumerate(row)
             ]
             by_mode.append({"code": key, "name": names[key], "total": total, "cells": cells})
-    top_agent = max((a.count for a in p.agents), default=1)
-    agents = [
-        {
-            "agent": a.agent,
-            "count": a.count,
-            "width": _css(a.count / top_agent),
-            "share": pct(a.count / p.n_points, 0),
-            "modes": ", ".join(f"{k} {TIMES}{n}" for k, n in zip(keys, a.by_mode, strict=True) if n),
-        }
-        for a in p.agents[:12]
-    ]
     return {
         "n_points": p.n_points,
         "n_invalid": p.n_invalid,
         "deciles": deciles,
         "by_mode": by_mode,
-        "agents": agents,
+        "agents": _agent_bars(p.agents, p.n_points, keys),
         "more_agents": max(0, len(p.agents) - 12),
+        "attributed_agents": _agent_bars(p.attributed_agents, p.n_attributed, keys),
+        "more_attributed_agents": max(0, len(p.attributed_agents) - 12),
+        "n_attributed": p.n_attributed,
         "decile_labels": [f"{10 * d}%" for d in range(DECILES)],
     }
+
+
+def _agent_bars(counts, total: int, keys: list[str]) -> list[dict]:
+    top = max((a.count for a in counts), default=1)
+    return [
+        {
+            "agent": a.agent,
+            "count": a.count,
+            "width": _css(a.count / top),
+            "share": pct(a.count / total, 0),
+            "modes": ", ".join(f"{k} {TIMES}{n}" for k, n in zip(keys, a.by_mode, strict=True) if n),
+        }
+        for a in counts[:12]
+    ]
 
 
 def _interval_text(low: float | None, high: float | None) -> str:

@@ -90,7 +90,9 @@ class Evidence:
 
     ``trace`` indexes rows of the label matrix and ``mode`` its columns; ``step_count`` is the length of the
     trace the step belongs to, so the relative position is ``step / step_count``. ``agent`` is the agent of
-    the step (``Step.agent``); a step the trace does not have carries the agent name ``""``.
+    the step (``Step.agent``); a step the trace does not have carries the agent name ``""``. ``attributed``
+    is the agent an imported attribution names for the label (Who&When's ``mistake_agent``), ``""`` where
+    the label carries none (None: the caller knows of no attributions).
     """
 
     trace: NDArray[np.intp]
@@ -98,10 +100,13 @@ class Evidence:
     step: NDArray[np.int64]
     step_count: NDArray[np.int64]
     agent: Grouping
+    attributed: Grouping | None = None
 
     def __post_init__(self) -> None:
         n = len(self.trace)
         if not (len(self.mode) == len(self.step) == len(self.step_count) == len(self.agent) == n):
+            raise ValueError("Evidence arrays must all have one entry per evidence point")
+        if self.attributed is not None and len(self.attributed) != n:
             raise ValueError("Evidence arrays must all have one entry per evidence point")
 
     @classmethod
@@ -190,6 +195,7 @@ class SignatureInput:
             ev.step[ev_keep],
             ev.step_count[ev_keep],
             ev.agent.take(ev_keep),
+            None if ev.attributed is None else ev.attributed.take(ev_keep),
         )
         return SignatureInput(
             labels=self.labels[keep],

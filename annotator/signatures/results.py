@@ -131,7 +131,8 @@ class Cooccurrence:
     """Figure 4a: ``both[i][j]`` traces carry modes i and j (the diagonal: traces with mode i).
 
     ``lift`` is ``P(i and j) / (P(i) P(j))`` (1 = independent, above 1 = they come together) and ``jaccard``
-    ``|i and j| / |i or j|``; both are ``None`` on pairs where either mode never occurs.
+    ``|i and j| / |i or j|``. Lift is ``None`` on pairs where either mode never occurs; Jaccard is 0 when
+    only one of the two occurs and ``None`` only when neither does.
     """
 
     keys: tuple[str, ...]
@@ -175,6 +176,10 @@ class EvidencePositions:
     ``deciles[d]`` counts evidence points with ``floor(10 * step / step_count) == d``; ``by_mode[j]`` is the
     same per mode; ``agents`` counts them by the agent of the step, most frequent first. Points whose step
     is outside the trace are left out and counted in ``n_invalid``.
+
+    ``attributed_agents`` counts the same points by the agent their label's imported attribution names
+    (Who&When's ``mistake_agent``), beside the step's own agent: the two differ when the source says so.
+    ``n_attributed`` is how many points carry an attribution (the others are not in that figure).
     """
 
     n_points: int
@@ -182,6 +187,8 @@ class EvidencePositions:
     deciles: tuple[int, ...]
     by_mode: tuple[tuple[int, ...], ...]
     agents: tuple[AgentCount, ...]
+    attributed_agents: tuple[AgentCount, ...] = ()
+    n_attributed: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,11 @@ TOP_VECTORS = 10
 
 
 def cooccurrence(data: SignatureInput) -> Cooccurrence:
-    """Counts of traces with both modes, with lift and Jaccard index (``None`` where a mode never occurs)."""
+    """Counts of traces with both modes, with lift and Jaccard index.
+
+    Lift is ``None`` where either mode never occurs (it divides by both prevalences). Jaccard is defined
+    as soon as either mode occurs: a mode that never occurs beside one that does shares none of its
+    traces, which is 0, not unknown; only when neither occurs is it ``None`` (0 / 0)."""
     matrix = data.labels_float
     both = np.rint(matrix.T @ matrix).astype(np.int64)
     single = np.diag(both).astype(np.float64)
@@ -26,13 +30,13 @@ def cooccurrence(data: SignatureInput) -> Cooccurrence:
     with np.errstate(divide="ignore", invalid="ignore"):
         lift = both * float(n) / np.outer(single, single)
         jaccard = both / (single[:, None] + single[None, :] - both)
-    defined = np.outer(single > 0, single > 0)
+    occurs = single > 0
     return Cooccurrence(
         keys=tuple(mode.code for mode in data.modes),
         n_traces=n,
         both=tuple(tuple(int(v) for v in row) for row in both),
-        lift=_nullable(lift, defined),
-        jaccard=_nullable(jaccard, defined),
+        lift=_nullable(lift, np.logical_and.outer(occurs, occurs)),
+        jaccard=_nullable(jaccard, np.logical_or.outer(occurs, occurs)),
     )
 
 

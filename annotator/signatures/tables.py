@@ -134,6 +134,13 @@ def agents(s: Signatures) -> Table:
     return header, [(a.agent, a.count, *a.by_mode) for a in s.positions.agents]
 
 
+def attributed_agents(s: Signatures) -> Table:
+    """The same evidence steps counted by the agent their label's attribution names (Who&When)."""
+    keys = [mode.code for mode in s.modes]
+    header = ("attributed_agent", "evidence_steps", *keys)
+    return header, [(a.agent, a.count, *a.by_mode) for a in s.positions.attributed_agents]
+
+
 def comparison(s: Signatures) -> Table:
     names = _names(s)
     header = (
@@ -185,5 +192,6 @@ FIGURES: dict[str, Callable[[Signatures], Table]] = {
     "vectors": vectors,
     "positions": positions,
     "agents": agents,
+    "attributed_agents": attributed_agents,
     "comparison": comparison,
 }

@@ -132,7 +132,14 @@ def render_text(s: Signatures, source: str) -> str:
         _table(("position", "steps"), rows),
     ]
     rows = [(a.agent, a.count) for a in p.agents]
-    out += ["", "EVIDENCE BY AGENT", _table(("agent", "steps"), rows)]
+    out += ["", "EVIDENCE BY THE EVIDENCE STEP'S AGENT", _table(("agent", "steps"), rows)]
+    if p.n_attributed:
+        rows = [(a.agent, a.count) for a in p.attributed_agents]
+        out += [
+            "",
+            f"EVIDENCE BY ATTRIBUTED AGENT ({p.n_attributed} steps whose label names an agent)",
+            _table(("agent", "steps"), rows),
+        ]
     if s.comparison is not None:
         cmp = s.comparison
         rows = [

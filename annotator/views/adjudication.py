@@ -1,6 +1,7 @@
 """The adjudication queue, one item side by side in the step viewer with its decision form, and history.
 
-Adjudicators and owners only (REVIEW_ROLES): annotators and viewers get 403, outsiders 404. The decision
+Adjudicators and owners only (REVIEW_ROLES): annotators and viewers get 403, outsiders 404; items of a
+trace the user is still annotating are left out of every list and answer 404 (annotator.access). The decision
 form is a plain POST (it works without JavaScript); a refused save re-renders the page with the user's own
 choices in the form and the reason at the top -- 409 for a conflict (someone else decided or holds the
 item), 422 for an incomplete decision -- so nothing typed is lost.
@@ -46,8 +47,9 @@ _LIST_FIELDS = (
 
 
 def _item(project: Project, item_id: int) -> AdjudicationItem:
+    # Scoped by the access policy: an item on a trace this user is still annotating answers 404.
     return get_object_or_404(
-        AdjudicationItem.objects.select_related("claimed_by", "resolved_by"), project=project, pk=item_id
+        project.access.adjudication_items().select_related("claimed_by", "resolved_by"), pk=item_id
     )
 
 
@@ -58,7 +60,8 @@ def queue(request: HttpRequest, slug: str) -> HttpResponse:
     if status not in Status.values:
         status = Status.OPEN
     items = (
-        AdjudicationItem.objects.filter(project=project, status=status)
+        project.access.adjudication_items()
+        .filter(status=status)
         .select_related("trace__batch", "claimed_by", "resolved_by")
         .only(*_LIST_FIELDS)
         # Open items in queue order; decided ones newest first (what was just done is what one looks for).
@@ -83,7 +86,7 @@ def queue(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def claim_next(request: HttpRequest, slug: str) -> HttpResponse:
     project = access_project(request.user, slug, roles=REVIEW_ROLES)
-    item = do_claim_next(project, request.user)
+    item = do_claim_next(project, request.user, items=project.access.adjudication_items())
     if item is None:
         messages.success(request, "Nothing left to adjudicate. Thank you!")
         return redirect("adjudication", slug)
@@ -290,7 +293,7 @@ def claim(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
 def release(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     project = access_project(request.user, slug, roles=REVIEW_ROLES)
     do_release(_item(project, item_id), request.user)
-    messages.info(request, "Released. The trace stays locked for annotators until it is decided.")
+    messages.info(request, "Released: another adjudicator can take it now.")
     return redirect("adjudication", slug)
 
 
@@ -315,6 +318,7 @@ def history(request: HttpRequest, slug: str) -> HttpResponse:
         who = request.GET["adjudicator"]
     records = (
         GoldHistory.objects.filter(project=project, actor__username=who)
+        .exclude(trace_id__in=project.access.blind_trace_ids())
         .select_related("trace", "item")
         .only(
             "id",

@@ -60,6 +60,12 @@ def report_context(
         "pending": bool(report and report.status in (JobStatus.QUEUED, JobStatus.RUNNING)),
         "query": _query(filters),
         "filters": filters,
+        # Flattened (key, value) pairs for hidden inputs: list filters (annotators, where) repeat their key.
+        "hidden_filters": [
+            (key, item)
+            for key, value in filters.items()
+            for item in (value if isinstance(value, list) else [value])
+        ],
         "stale": bool(
             shown
             and report
@@ -84,7 +90,7 @@ def report_context(
 def agreement(request: HttpRequest, slug: str) -> HttpResponse:
     """The report for the filters in the query string. With no report yet for these filters one is
     requested (computed inline when Celery is eager; queued otherwise, and the partial polls)."""
-    project = access_project(request.user, slug, roles=REPORT_ROLES)
+    project = access_project(request.user, slug, roles=REPORT_ROLES, shows_labels=True)
     filters, errors = _filters(project, request.GET)
     report = None
     if not errors:
@@ -105,6 +111,8 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
             "annotators": set(filters.get("annotators", [])),
             "since": request.GET.get("since", ""),
             "until": request.GET.get("until", ""),
+            # One input per metadata condition already set, and an empty one to add another.
+            "where": [*request.GET.getlist("where"), ""][:11],
         },
     }
     return render(request, "annotator/agreement.html", context, status=400 if errors else 200)
@@ -113,7 +121,7 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def refresh(request: HttpRequest, slug: str) -> HttpResponse:
     """Recompute for the posted filters (nothing is recomputed when the data did not change)."""
-    project = access_project(request.user, slug, roles=REPORT_ROLES)
+    project = access_project(request.user, slug, roles=REPORT_ROLES, shows_labels=True)
     filters, errors = _filters(project, request.POST)
     if errors:
         messages.error(request, "; ".join(errors))
@@ -130,7 +138,7 @@ def refresh(request: HttpRequest, slug: str) -> HttpResponse:
 
 def report_status(request: HttpRequest, slug: str, report_id: int) -> HttpResponse:
     """The `#agreement-report` partial for one report: what the page polls while it computes."""
-    project = access_project(request.user, slug, roles=REPORT_ROLES)
+    project = access_project(request.user, slug, roles=REPORT_ROLES, shows_labels=True)
     report = get_object_or_404(AgreementReport, project=project, pk=report_id)
     return render(
         request, "annotator/partials/_agreement_report.html", report_context(project, report, report.filters)
@@ -138,7 +146,7 @@ def report_status(request: HttpRequest, slug: str, report_id: int) -> HttpRespon
 
 
 def _finished(request: HttpRequest, slug: str, report_id: int) -> AgreementReport:
-    project = access_project(request.user, slug, roles=REPORT_ROLES)
+    project = access_project(request.user, slug, roles=REPORT_ROLES, shows_labels=True)
     return get_object_or_404(AgreementReport, project=project, pk=report_id, status=JobStatus.SUCCEEDED)
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import csv
 import io
 from dataclasses import dataclass, field
 from typing import Any
+
+from annotator.csvsafe import csv_writer
 
 STATISTICS = (
     ("observed_agreement", "observed agreement"),
@@ -82,7 +83,7 @@ def mode_names(results: dict[str, Any]) -> dict[str, str]:
 def report_csv(results: dict[str, Any]) -> str:
     """One row per (table, mode): the fine table, the coarse roll-up, and every rater pair's Cohen's kappa."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
+    writer = csv_writer(buffer)
     raters = [r["username"] for r in results["raters"]]
     writer.writerow(
         [

@@ -54,7 +54,7 @@ def _page(
     project = assignment.project
     trace = trace_queryset().get(pk=assignment.trace_id)
     annotation = Annotation.objects.filter(assignment=assignment).first()
-    locked = is_locked(project.pk, trace.pk)
+    locked = is_locked(assignment)
     panel = panel_context(assignment, annotation, payload=payload, locked=locked)
     if status and "version" in status:
         panel["version"] = status["version"]

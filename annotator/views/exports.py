@@ -31,7 +31,7 @@ _FLAGS = ("gold_only", "include_text", "real_names", "private")
 @sensitive_variables("token")
 @sensitive_post_parameters("hf_token")
 def export_page(request, slug: str):
-    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
     errors, export = [], None
     if request.method == "POST":
         values = {
@@ -57,7 +57,7 @@ def export_page(request, slug: str):
 
 def export_job(request, slug: str, export_id: int):
     """The job card (htmx polls it); a plain GET (its href) gets the whole page with this job shown."""
-    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
     export = get_object_or_404(exports_for(project), pk=export_id)
     if not request.htmx:
         return _page(request, project, export, [])
@@ -69,7 +69,7 @@ def export_job(request, slug: str, export_id: int):
 
 
 def export_download(request, slug: str, export_id: int):
-    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
     export = get_object_or_404(exports_for(project), pk=export_id)
     path = Path(export.path)
     root = Path(settings.EXPORT_DIR).resolve()

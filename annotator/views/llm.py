@@ -24,6 +24,7 @@ from annotator.services.llm_settings import (
     LLMSettingsError,
     current_prompt,
     do_forget_key,
+    do_save_config,
     do_save_prompt,
     do_store_key,
     get_config,
@@ -123,10 +124,11 @@ def save_config(request: HttpRequest, slug: str) -> HttpResponse:
     if not form.is_valid():
         error = "Some settings need fixing (see below)."
         return _respond(request, project, "_llm_config.html", _config_context(project, form), error=error)
-    config = form.save(commit=False)
-    config.updated_by = request.user
-    config.save()
-    return _respond(request, project, "_llm_config.html", _config_context(project), note="Settings saved.")
+    forgot = do_save_config(form.save(commit=False), actor=request.user)
+    note = "Settings saved." + (
+        " The base URL changed, so the stored API key was removed: store the key again." if forgot else ""
+    )
+    return _respond(request, project, "_llm_config.html", _config_context(project), note=note)
 
 
 @require_POST
@@ -194,7 +196,11 @@ def _run(project: Project, run_id: int) -> LLMRun:
 def run_status(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     project = _owner(request, slug)
     run = _run(project, run_id)
-    context = {"project": project, "run": run, "progress": run_progress(run)}
+    context = {
+        "project": project,
+        "run": run,
+        "progress": run_progress(run, hide=project.access.blind_trace_ids()),
+    }
     template = "annotator/partials/_llm_run.html" if request.htmx else "annotator/llm_run.html"
     return render(request, template, context)
 
@@ -206,13 +212,17 @@ def run_action(request: HttpRequest, slug: str, run_id: int, action: str) -> Htt
     changed = do_stop_run(run) if action == "stop" else do_resume_run(run)
     error = "" if changed else f"Run {run.pk} is {run.status_label}: nothing to {action}."
     run.refresh_from_db()
-    context = {"project": project, "run": run, "progress": run_progress(run)}
+    context = {
+        "project": project,
+        "run": run,
+        "progress": run_progress(run, hide=project.access.blind_trace_ids()),
+    }
     return _respond(request, project, "_llm_run.html", context, error=error)
 
 
 @require_GET
 def agreement(request: HttpRequest, slug: str) -> HttpResponse:
-    project = _owner(request, slug)
+    project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
     context = {"project": project, "raters": llm_agreement(project)}
     if request.htmx:
         return render(request, "annotator/partials/_llm_agreement.html", context)

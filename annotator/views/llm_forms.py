@@ -2,21 +2,36 @@
 
 from __future__ import annotations
 
-import re
 from urllib.parse import urlsplit
 
 from django import forms
+from django.conf import settings
 
 from annotator.llm.prompt import MIN_BUDGET
+from annotator.llm.secrets import allowed_key_envs
+from annotator.llm.urlguard import UnsafeBaseURL, check_base_url
 from annotator.models import LLMConfig
-
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
 
 
 class LLMConfigForm(forms.ModelForm):
     base_url = forms.CharField(
-        max_length=500, label="Base URL", help_text="Up to /v1; /chat/completions is added"
+        max_length=500,
+        label="Base URL",
+        help_text="Up to /v1; /chat/completions is added. A private or local address only if the administrator "
+        "allows it (LLM_ALLOWED_BASE_URLS)",
     )
+    # Only the variables the administrator lists (LLM_KEY_ENVS): an owner never names an arbitrary one.
+    api_key_env = forms.ChoiceField(required=False, label="API key environment variable")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        names = sorted(allowed_key_envs())
+        self.fields["api_key_env"].choices = [("", "none (store a key below, or no key)")] + [
+            (name, f"${name}") for name in names
+        ]
+        self.fields["api_key_env"].help_text = (
+            "Variables the administrator allows (LLM_KEY_ENVS)" if names else "The administrator allows none"
+        )
 
     class Meta:
         model = LLMConfig
@@ -50,13 +65,11 @@ class LLMConfigForm(forms.ModelForm):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname or any(ch.isspace() for ch in url):
             raise forms.ValidationError("Use an http:// or https:// URL, e.g. https://api.openai.com/v1")
+        try:
+            check_base_url(url, settings.LLM_ALLOWED_BASE_URLS)
+        except UnsafeBaseURL as error:
+            raise forms.ValidationError(str(error)) from None
         return url
-
-    def clean_api_key_env(self) -> str:
-        name = self.cleaned_data["api_key_env"].strip().lstrip("$")
-        if name and not _ENV_NAME.fullmatch(name):
-            raise forms.ValidationError("An environment variable name such as OPENAI_API_KEY")
-        return name
 
     def clean_temperature(self) -> float:
         value = self.cleaned_data["temperature"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Count, Q
 from django.shortcuts import render
 
-from annotator.access import access_project, can_see_all_labels
+from annotator.access import access_project
 from annotator.models import Assignment, Role
 from annotator.raters import human_q
 from annotator.views.queue import queue_context
@@ -33,7 +33,7 @@ def project_detail(request, slug: str):
             "counts": counts,
             "members": members,
             "batches": batches,
-            "is_reviewer": can_see_all_labels(project.user_roles),
+            "is_reviewer": project.access.is_reviewer,
             "is_owner": Role.OWNER in project.user_roles,
             "is_annotator": is_annotator,
             **(queue_context(request, project) if is_annotator else {}),

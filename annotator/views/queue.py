@@ -41,9 +41,9 @@ def queue_context(request: HttpRequest, project: Project) -> dict[str, Any]:
         "annotation__updated_at",
         "annotation__submitted_at",
     )
-    locked = AdjudicationItem.objects.filter(project=project, trace=OuterRef("trace_id")).filter(
-        Q(claimed_by__isnull=False) | Q(status=AdjudicationItem.Status.RESOLVED)
-    )
+    # The same rule as annotator.services.annotations.is_locked: a submitted annotation freezes once its
+    # trace has an adjudication item, whatever its status (a status would tell who disagreed).
+    locked = AdjudicationItem.objects.filter(project=project, trace=OuterRef("trace_id"))
     submitted = Paginator(
         rows.filter(status=Assignment.Status.SUBMITTED)
         .annotate(locked=Exists(locked))

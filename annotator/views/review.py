@@ -1,7 +1,8 @@
 """Owners and adjudicators: the project's traces, and one trace's annotations side by side.
 
 Blindness ends here and only here: these views require REVIEW_ROLES (owner, adjudicator) through
-annotator.access, so an annotator (or viewer) gets 403 and an outsider 404.
+annotator.access, so an annotator (or viewer) gets 403 and an outsider 404; an owner or adjudicator who is
+also annotating the trace and has not submitted gets 403 too (blind beats every role).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def trace_list(request: HttpRequest, slug: str) -> HttpResponse:
     project = access_project(request.user, slug, roles=REVIEW_ROLES)
     mine = Q(assignments__project=project) & human_q("assignments__annotator")
     traces = (
-        Trace.objects.filter(batch__projects=project)
+        project.access.traces()
         .only("id", "external_id", "outcome", "model", "system", "step_count", "batch__name")
         .select_related("batch")
         .annotate(
@@ -83,7 +84,7 @@ def _assignments(project: Project, trace: Trace) -> list[Assignment]:
 
 
 def trace_review(request: HttpRequest, slug: str, trace_id: int) -> HttpResponse:
-    project, trace = access_trace(request.user, slug, trace_id, roles=REVIEW_ROLES)
+    project, trace = access_trace(request.user, slug, trace_id, roles=REVIEW_ROLES, labels=True)
     assignments = _assignments(project, trace)
     rows, marks = _comparison(assignments)
     page_url = reverse("trace-review", args=[slug, trace.pk])
@@ -115,7 +116,7 @@ def trace_review(request: HttpRequest, slug: str, trace_id: int) -> HttpResponse
 
 def review_steps(request: HttpRequest, slug: str, trace_id: int) -> HttpResponse:
     """The review page's step partial: like the annotator's, plus everyone's evidence marks."""
-    project, trace = access_trace(request.user, slug, trace_id, roles=REVIEW_ROLES)
+    project, trace = access_trace(request.user, slug, trace_id, roles=REVIEW_ROLES, labels=True)
     _, marks = _comparison(_assignments(project, trace))
     return render_steps(
         request,

@@ -7,12 +7,12 @@ once the project is no longer blind). The filter form is a plain GET form; with 
 
 from __future__ import annotations
 
-import csv
 import re
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from annotator.csvsafe import csv_writer
 from annotator.services.signature_report import build_report, filter_options, open_signatures, source_choices
 from annotator.signatures.charts import build_charts
 from annotator.signatures.tables import FIGURES, figure_table
@@ -50,7 +50,7 @@ def signatures_csv(request: HttpRequest, slug: str, figure: str) -> HttpResponse
     source = re.sub(r"[^A-Za-z0-9._-]+", "-", query.source)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{project.slug}-{figure}-{source}.csv"'
-    writer = csv.writer(response)
+    writer = csv_writer(response)
     writer.writerow(header)
     writer.writerows([_cell(value) for value in row] for row in rows)
     return response

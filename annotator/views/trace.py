@@ -14,14 +14,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from annotator.access import REVIEW_ROLES, access_trace
+from annotator.access import ProjectAccess, access_trace
 from annotator.models import Project
 from traces.models import Trace
 from traces.viewer import StepFilter, full_step, step_page, trace_header
-
-# Metadata keys that carry someone's verdict on the run (e.g. Who&When's `mistake_agent`/`mistake_step`,
-# MAST's human labels): shown to reviewers, hidden from annotators so they label without a hint.
-_VERDICT_WORDS = ("mistake", "label", "annotation", "failure_mode", "verdict")
 
 
 def viewer_context(
@@ -38,13 +34,8 @@ def viewer_context(
     page = step_page(trace, filters, page=request.GET.get("page"), step=request.GET.get("step"))
     for step in page.steps:
         step.marks = (marks or {}).get(step.index, [])
-    header = trace_header(trace)
-    if not project.user_roles & REVIEW_ROLES:
-        header["metadata_items"] = [
-            (key, value)
-            for key, value in header["metadata_items"]
-            if not any(w in key.lower() for w in _VERDICT_WORDS)
-        ]
+    # The answer key (Who&When's attribution, MAST's failure modes) only for those who may see labels.
+    header = trace_header(trace, ProjectAccess.of(request.user, project).metadata(trace))
     return {
         **header,
         "page": page,

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from rest_framework.authtoken.models import Token
 
 from annotator.models import AdjudicationItem, GoldLabel
 from annotator.services.adjudication import do_check_trace, do_claim_next
-from tests.factories import UserFactory, add_member
+from tests.factories import UserFactory, add_member, api_token
 from tests.labels import project_trace, submit
 
 Status = AdjudicationItem.Status
@@ -162,8 +161,8 @@ def test_a_second_adjudicator_saving_a_stale_version_is_told_and_keeps_their_inp
 def test_the_api_lists_claims_and_decides_with_a_409_on_conflict(client, project, disputed, adjudicator):
     second = UserFactory(username="sam-second")
     add_member(project, second, "adjudicator")
-    auth = {"HTTP_AUTHORIZATION": f"Token {Token.objects.create(user=adjudicator).key}"}
-    other = {"HTTP_AUTHORIZATION": f"Token {Token.objects.create(user=second).key}"}
+    auth = {"HTTP_AUTHORIZATION": f"Token {api_token(adjudicator)}"}
+    other = {"HTTP_AUTHORIZATION": f"Token {api_token(second)}"}
     base = f"/api/projects/{project.slug}/adjudication/"
     listing = client.get(base, **auth).json()
     assert listing["counts"]["open"] == 1 and listing["results"][0]["disputed"] == ["FM-3.1"]

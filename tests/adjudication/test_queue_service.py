@@ -92,14 +92,18 @@ def test_checking_twice_changes_nothing(project, trace, annotator_a, annotator_b
     assert GoldHistory.objects.count() == 1
 
 
-def test_a_changed_annotation_before_adjudication_re_evaluates(project, trace, annotator_a, annotator_b):
+def test_a_late_annotation_re_evaluates_before_adjudication(project, trace, annotator_a, annotator_b):
+    # Submitted annotations freeze once the item exists; a slot submitted late still counts.
+    carol = UserFactory(username="carol-annotator")
+    add_member(project, carol, "annotator")
     submit(project, trace, annotator_a, {"FM-1.1": [2]})
-    submit(project, trace, annotator_b, {})
-    assert do_check_trace(project.pk, trace.pk).status == Status.OPEN
-    submit(project, trace, annotator_b, {"FM-1.1": [5]})
+    submit(project, trace, annotator_b, {"FM-1.1": [3], "FM-2.1": [1]})
+    first = do_check_trace(project.pk, trace.pk)
+    assert (first.status, first.disputed) == (Status.OPEN, ["FM-2.1"])
+    submit(project, trace, carol, {"FM-1.1": [5], "FM-3.1": [4]})
     item = do_check_trace(project.pk, trace.pk)
-    assert item.status == Status.AGREED
-    assert gold(item) == {"FM-1.1": ("agreed", [2, 5])}
+    assert item.status == Status.OPEN
+    assert item.disputed == ["FM-2.1", "FM-3.1"]
     assert [h.action for h in GoldHistory.objects.filter(item=item).order_by("at", "id")] == [
         "queued",
         "reevaluated",

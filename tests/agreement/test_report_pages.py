@@ -6,12 +6,11 @@ import csv
 import io
 
 import pytest
-from rest_framework.authtoken.models import Token
 
 from annotator.models import AgreementReport
 from annotator.services import reports
 from annotator.services.reports import do_request_report, schedule_report_refresh
-from tests.factories import UserFactory, add_member
+from tests.factories import UserFactory, add_member, api_token
 from tests.labels import project_trace, submit
 
 
@@ -134,7 +133,7 @@ def test_an_unchanged_input_is_not_recomputed_and_a_change_is_noticed(client, la
 def test_the_api_get_answers_the_report_as_the_page_does(client, labelled, adjudicator):
     """The page's GET requests a report when there is none yet; the API's GET does the same (it used to
     answer 404 where the page showed a report)."""
-    auth = {"HTTP_AUTHORIZATION": f"Token {Token.objects.create(user=adjudicator).key}"}
+    auth = {"HTTP_AUTHORIZATION": f"Token {api_token(adjudicator)}"}
     url = f"/api/projects/{labelled.slug}/agreement/"
     first = client.get(url, **auth)
     assert first.status_code == 200  # eager Celery computed it inline
@@ -145,7 +144,7 @@ def test_the_api_get_answers_the_report_as_the_page_does(client, labelled, adjud
 
 
 def test_the_api(client, labelled, adjudicator):
-    auth = {"HTTP_AUTHORIZATION": f"Token {Token.objects.create(user=adjudicator).key}"}
+    auth = {"HTTP_AUTHORIZATION": f"Token {api_token(adjudicator)}"}
     url = f"/api/projects/{labelled.slug}/agreement/"
     created = client.post(
         url, {"annotators": ["ana-annotator", "ben-annotator"]}, content_type="application/json", **auth

@@ -15,6 +15,7 @@ from annotator.services.annotations import (
     do_save_draft,
     do_skip,
     do_submit_annotation,
+    is_locked,
 )
 from annotator.services.payload import AnnotationPayload, Evidence, LabelInput, payload_from_json
 from tests.factories import ProjectFactory, add_member, trace_with_steps
@@ -159,21 +160,41 @@ def test_a_submitted_annotation_changes_only_by_submitting_again(slot_a, annotat
     assert entry.before["no_failure"] is True and entry.after["labels"][0]["mode"] == "FM-1.1"
 
 
-@pytest.mark.parametrize("lock", [{"status": "resolved"}, {"claimed": True}])
-def test_it_is_editable_until_adjudication_starts(slot_a, annotator_a, adjudicator, lock):
+@pytest.mark.parametrize(
+    "item",
+    [{"status": "agreed"}, {"status": "open"}, {"status": "open", "claimed": True}, {"status": "resolved"}],
+)
+def test_a_submitted_annotation_freezes_when_the_round_closes_whatever_the_others_chose(
+    slot_a, annotator_a, adjudicator, item
+):
+    """The lock must not depend on agreement: locked only on a disagreement (claimed or resolved items)
+    told a blind annotator that the other annotator disagreed (issue 11, point 8)."""
     do_submit_annotation(slot_a, AnnotationPayload(no_failure=True), actor=annotator_a, base_version=0)
-    item = AdjudicationItem.objects.create(project=slot_a.project, trace_id=slot_a.trace_id)
-    # An item that merely exists (open, unclaimed) does not lock.
+    # Before every required annotation is in, the annotator may change their mind.
     do_submit_annotation(
         slot_a, AnnotationPayload(labels=labels("FM-1.1")), actor=annotator_a, base_version=1
     )
-    if lock.get("claimed"):
-        item.claimed_by = adjudicator
-    else:
-        item.status = lock["status"]
-    item.save()
-    with pytest.raises(AnnotationLocked):
+    slot_a.refresh_from_db()
+    assert not is_locked(slot_a)
+    AdjudicationItem.objects.create(
+        project=slot_a.project,
+        trace_id=slot_a.trace_id,
+        status=item["status"],
+        claimed_by=adjudicator if item.get("claimed") else None,
+    )
+    slot_a.refresh_from_db()
+    assert is_locked(slot_a)
+    with pytest.raises(AnnotationLocked, match="Every required annotation of this trace is in"):
         do_submit_annotation(slot_a, AnnotationPayload(no_failure=True), actor=annotator_a, base_version=2)
+
+
+def test_a_slot_not_yet_submitted_stays_open_after_the_round_closes(slot_a, annotator_a, adjudicator):
+    AdjudicationItem.objects.create(
+        project=slot_a.project, trace_id=slot_a.trace_id, status="resolved", claimed_by=adjudicator
+    )
+    assert not is_locked(slot_a)
+    done = do_submit_annotation(slot_a, AnnotationPayload(no_failure=True), actor=annotator_a, base_version=0)
+    assert done.status == "submitted"
 
 
 def test_skip_needs_a_reason_keeps_the_draft_and_is_in_history(

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotator.models import Annotation
 from annotator.services.annotations import do_submit_annotation
 from annotator.services.payload import AnnotationPayload, LabelInput
+from tests.factories import api_token
 from traces.models import Step
 
 
 def api(user=None):
     client = APIClient()
     if user is not None:
-        token, _ = Token.objects.get_or_create(user=user)
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        client.credentials(HTTP_AUTHORIZATION=f"Token {api_token(user)}")
     return client
 
 

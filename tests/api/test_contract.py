@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from annotator.models import Assignment, LLMRun, LLMTraceResult, PromptTemplate
+from annotator.models import Assignment, LLMRun, LLMTraceResult, Project, PromptTemplate
 from annotator.services.adjudication import do_check_trace
 from tests.api import openapi
-from tests.factories import PASSWORD, UserFactory
+from tests.factories import PASSWORD, UserFactory, api_token
 from tests.labels import project_trace, submit
 from traces.importers.synthetic import native_lines, synthetic_traces
 
@@ -30,7 +29,7 @@ def _small_jobs(settings, tmp_path):
 
 
 def auth_header(user) -> str:
-    return f"Token {Token.objects.get_or_create(user=user)[0].key}"
+    return f"Token {api_token(user)}"
 
 
 def _as(user) -> APIClient:
@@ -132,6 +131,16 @@ def test_every_operation_answers_its_documented_shapes(
     expect(j, "post", f"{api}/agreement/", 200, {})
     expect(j, "get", f"{api}/agreement/?batch=nope", 400)
     expect(a, "get", f"{api}/agreement/", 403)
+
+    # Calibration rounds: list, open, refuse, close.
+    fresh = project_trace(Project.objects.get(slug=w["slug"]))
+    expect(j, "get", f"{api}/rounds/", 200)
+    opened = {"name": "R1", "annotators": ["ana-annotator", "ben-annotator"], "traces": [fresh.pk]}
+    round_id = expect(o, "post", f"{api}/rounds/", 201, opened).json()["id"]
+    expect(o, "post", f"{api}/rounds/", 400, {"name": "R2", "annotators": ["ana-annotator"]})
+    expect(o, "post", f"{api}/rounds/", 400, {**opened, "name": "R3"})
+    expect(o, "post", f"{api}/rounds/{round_id}/close/", 200)
+    expect(o, "post", f"{api}/rounds/{round_id + 99}/close/", 404)
 
     # Adjudication: the queue, claim, read, a stale decision, a decision, reopen.
     expect(j, "get", f"{api}/adjudication/", 200)

@@ -131,7 +131,7 @@ def test_a_disagreement_goes_through_the_queue_to_gold(browser, live_server, wor
     }
     assert {"ana": snapshot(ana), "ben": snapshot(ben)} == before  # raw annotations untouched
 
-    # The annotator cannot change a trace whose adjudication has started.
+    # Once every required annotation is in, the annotator cannot change theirs (agreed or not).
     page = sign_in(browser, live_server, "ben")
     page.goto(f"{live_server.url}/p/{project.slug}/a/{ben.assignment_id}/")
     expect(page.locator("body")).to_contain_text(re.compile("[Aa]djudication"))

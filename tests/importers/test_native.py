@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -149,15 +148,14 @@ def _peak(path: Path) -> int:
 
 
 def test_streaming_memory_does_not_grow_with_file_size(tmp_path: Path):
-    """Parsing a 10x larger file must not need (much) more memory: records are streamed."""
-    started = time.perf_counter()
+    """Parsing a 10x larger file must not need (much) more memory: records are streamed. Memory only:
+    how fast it parses is measured by bench/bench_parse.py, never asserted by a test."""
     small, large = tmp_path / "small.jsonl", tmp_path / "large.jsonl"
     _write_many(small, 1_000)
     _write_many(large, 10_000)
     peak_small, peak_large = _peak(small), _peak(large)
     assert large.stat().st_size > 9 * small.stat().st_size
     assert peak_large < 2 * peak_small, (peak_small, peak_large)
-    assert time.perf_counter() - started < 10
 
 
 def test_unknown_key_still_detects_as_native_and_is_reported(tmp_path: Path):

@@ -89,9 +89,11 @@ def test_forcing_and_unknown_format_name(tmp_path: Path, datasets_dir: Path):
         TraceFormatError, match=r"unknown format 'csv'; choose one of inspect_ai, codex, otel, native"
     ):
         list(iter_records(tmp_path / "x", "csv"))
-    # Forcing a wrong format gives a field error from that parser, not a crash.
+    # Forcing a wrong format says what was expected and what the file is, not a crash nor 0 traces.
     tau = need(datasets_dir / "tau_bench/gpt-4o-airline.subset27.json")
-    with pytest.raises(TraceFormatError, match="record 1"):
+    with pytest.raises(
+        TraceFormatError, match=r"wrong format: expected mast_labelled .* found .* openai_chat"
+    ):
         list(iter_records(tau, "mast_labelled"))
 
 
@@ -160,3 +162,50 @@ def test_nan_filter_matches_python_json_on_random_documents(seed: int):
         f = NanFilter(Slow())
         out = b"".join(iter(lambda f=f: f.read(4096), b""))
         assert json.loads(out) == _nan_to_none(doc)
+
+
+def _tool_answers(records) -> list:
+    return [
+        s
+        for r in records
+        for s in r.steps
+        if s.kind == "tool_result" or (s.kind == "error" and s.role == "tool")
+    ]
+
+
+def test_a_tool_result_is_spoken_by_the_tool_agent_in_every_format(tmp_path: Path, datasets_dir: Path):
+    """One convention (records.TOOL_AGENT): the agent of a tool's answer is "tool"; its name is tool_name."""
+    from traces.importers.records import TOOL_AGENT
+
+    files = list(_synthetic(tmp_path).values())
+    files += [
+        p for patterns in REAL.values() for pattern in patterns for p in sorted(datasets_dir.glob(pattern))
+    ]
+    formats_with_answers = set()
+    for path in files:
+        answers = _tool_answers(iter_records(path))
+        if answers:
+            formats_with_answers.add(detect_format(path))
+        assert {s.agent for s in answers} <= {TOOL_AGENT}, path
+    assert {
+        "native",
+        "openai_chat",
+        "codex",
+        "tau2_bench",
+        "openhands",
+        "mast_labelled",
+    } <= formats_with_answers
+
+
+def test_a_tool_result_names_the_tool_of_its_call_in_every_format(tmp_path: Path, datasets_dir: Path):
+    files = list(_synthetic(tmp_path).values())
+    files += [
+        p for patterns in REAL.values() for pattern in patterns for p in sorted(datasets_dir.glob(pattern))
+    ]
+    for path in files:
+        for record in iter_records(path):
+            for step in record.steps:
+                if step.kind == "tool_result" and step.parent is not None:
+                    call = record.steps[step.parent]
+                    if call.kind == "tool_call" and call.tool_name:
+                        assert step.tool_name == call.tool_name, (path, record.external_id, step)

@@ -68,3 +68,35 @@ def test_corrupted_simulation_names_the_field():
         TraceFormatError, match=r"r\.json, record 2, field 'simulations\[1\]\.messages': expected a list"
     ):
         list(tau2_bench.parse(stream, "r.json"))
+
+
+def test_tool_results_carry_the_name_of_the_tool_they_answer():
+    # tau2 names the tool only on the assistant's call; its answer must still say which tool spoke.
+    doc = {
+        "info": {},
+        "tasks": [{"id": "1", "description": "d"}],
+        "simulations": [
+            {
+                "task_id": "1",
+                "messages": [
+                    {"role": "assistant", "tool_calls": [{"id": "c1", "name": "get_order", "arguments": {}}]},
+                    {"role": "tool", "id": "c1", "content": "{}"},
+                ],
+            }
+        ],
+    }
+    (rec,) = tau2_bench.parse(io.BytesIO(json.dumps(doc).encode()), "r.json")
+    _call, answer = rec.steps
+    assert (answer.kind, answer.tool_name, answer.agent, answer.parent) == (
+        "tool_result",
+        "get_order",
+        "tool",
+        0,
+    )
+
+
+def test_real_tool_results_are_named(records: list):
+    answers = [(r, s) for r in records for s in r.steps if s.kind in ("tool_result", "error")]
+    assert len(answers) == 299
+    assert all(s.tool_name and s.tool_name == r.steps[s.parent].tool_name for r, s in answers)
+    assert {s.agent for _, s in answers} == {"tool"}

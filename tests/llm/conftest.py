@@ -13,8 +13,10 @@ RATER = "llm:qwen2.5-7b"
 
 
 @pytest.fixture
-def chat_server():
+def chat_server(settings):
+    """The stand-in listens on 127.0.0.1, which the rule refuses: the administrator's setting allows it."""
     server = FakeChatServer().start()
+    settings.LLM_ALLOWED_BASE_URLS = [server.base_url]
     yield server
     server.stop()
 

@@ -48,18 +48,21 @@ def test_a_stored_key_is_encrypted_and_never_shown(client, project, owner, trace
     assert SECRET not in html and "a key is stored (encrypted)" in html
     client.post(page(project, "key/"), {"action": "forget"}, **HX)
     config.refresh_from_db()
-    assert config.api_key_encrypted == "" and config.key_source().startswith("from $OPENAI_API_KEY")
+    assert config.api_key_encrypted == "" and config.key_source().startswith("no key")
 
 
-def test_settings_are_validated_and_saved(client, project, owner):
+def test_settings_are_validated_and_saved(client, project, owner, settings):
+    # A compose service on a private network, allowed by the administrator, and the key variable they list.
+    settings.LLM_ALLOWED_BASE_URLS = ["http://vllm:8000/v1"]
+    settings.LLM_KEY_ENVS = ["OLLAMA_KEY"]
     client.force_login(owner)
     data = {"base_url": "ftp://x", "model": "m", "api_key_env": "MY KEY", "temperature": "5", "max_tokens": "512",
             "requests_per_minute": "30", "token_cap": "1000", "timeout_seconds": "30", "max_trace_chars": "50000"}  # fmt: skip
     response = client.post(page(project, "config/"), data, **HX)
     html = response.content.decode()
     assert response.status_code == 422 and 'id="llm-config"' in html
-    assert "http:// or https://" in html and "OPENAI_API_KEY" in html and "From 0 to 2" in html
-    data.update(base_url="http://vllm:8000/v1/chat/completions", api_key_env="$OLLAMA_KEY", temperature="0.2")
+    assert "http:// or https://" in html and "Select a valid choice" in html and "From 0 to 2" in html
+    data.update(base_url="http://vllm:8000/v1/chat/completions", api_key_env="OLLAMA_KEY", temperature="0.2")
     assert client.post(page(project, "config/"), data, **HX).status_code == 200
     config = LLMConfig.objects.get(project=project)
     assert (config.base_url, config.api_key_env, config.requests_per_minute) == (
@@ -70,7 +73,10 @@ def test_settings_are_validated_and_saved(client, project, owner):
     assert client.post(page(project, "config/"), data).status_code == 302  # without JavaScript
 
 
-def test_editing_the_prompt_creates_a_version_and_runs_record_theirs(client, project, owner, traces):
+def test_editing_the_prompt_creates_a_version_and_runs_record_theirs(
+    client, project, owner, traces, settings
+):
+    settings.LLM_ALLOWED_BASE_URLS = ["http://127.0.0.1:11434/v1"]  # the default base URL: a local Ollama
     client.force_login(owner)
     response = client.post(page(project, "prompt/"), {"instructions": "Label strictly."}, **HX)
     assert response.status_code == 200 and "Saved as prompt version 2" in response.content.decode()

@@ -170,3 +170,16 @@ def test_charts_and_text_render_for_a_random_project():
     assert all(bar.width.endswith("%") for bar in charts["prevalence"])
     text = render_text(s, "gold")
     assert "BENIGN OR FATAL" in text and "COMPARISON x (n=" in text
+
+
+def test_jaccard_is_zero_when_only_one_of_two_modes_occurs():
+    # A occurs in two traces, B in one, C never: A and C share none of A's traces (Jaccard 0, lift unknown);
+    # C with itself is 0 / 0 and stays undefined.
+    from annotator.signatures.structure import cooccurrence
+
+    c = cooccurrence(make([[1, 0, 0], [1, 1, 0], [0, 0, 0]], [FAILURE, FAILURE, SUCCESS]))
+    a, b, never = 0, 1, 2
+    assert c.jaccard[a][b] == pytest.approx(1 / 2)
+    assert (c.jaccard[a][never], c.jaccard[never][b]) == (0.0, 0.0)
+    assert c.jaccard[never][never] is None
+    assert (c.lift[a][never], c.lift[never][b]) == (None, None)

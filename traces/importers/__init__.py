@@ -5,6 +5,10 @@ signatures first (ZIP magic, distinctive top-level keys), the generic chat forma
 file that also contains chat ``messages`` (Inspect samples, tau2 simulations) is not taken
 for plain OpenAI chat.
 
+Formats fail loudly (:func:`parse_file`): an empty file, a forced format that another format recognises
+and this one does not, or a file that yields no trace is an error naming what the parser expected and what
+it found, never an import of 0 traces.
+
 ``SOURCE_FORMATS`` read whole *sources* rather than one stream: a dataset folder or an
 ``hf://owner/name`` repo (their modules add ``parse_source(source, **options)``). A folder is one
 source when it holds a dataset (see :func:`detect_source`), otherwise a pile of trace files.
@@ -12,9 +16,11 @@ source when it holds a dataset (see :func:`detect_source`), otherwise a pile of 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import BinaryIO
 
 from . import (
     codex,
@@ -32,10 +38,11 @@ from . import (
     who_and_when,
 )
 from ._hf_rows import HF_PREFIX, looks_like_dataset_folder
-from ._json import HEAD_SIZE
+from ._json import HEAD_SIZE, first_char, first_line
 from .records import (
     OUTCOMES,
     STEP_KINDS,
+    TOOL_AGENT,
     AnnotationRecord,
     LabelRecord,
     StepRecord,
@@ -76,16 +83,123 @@ def read_head(path: Path) -> bytes:
         return fh.read(HEAD_SIZE)
 
 
+def _sniffed(head: bytes, filename: str) -> str | None:
+    return next((name for name, module in FORMATS.items() if module.sniff(head, filename)), None)
+
+
+def _is_empty(head: bytes) -> bool:
+    """Nothing but blanks (or a BOM) in a head shorter than HEAD_SIZE: the whole file is blank."""
+    return len(head) < HEAD_SIZE and not head.lstrip(b"\xef\xbb\xbf \t\r\n")
+
+
 def detect_head(head: bytes, filename: str) -> str:
     """Format name for a file's first bytes and name; TraceFormatError when nothing matches."""
-    for name, module in FORMATS.items():
-        if module.sniff(head, filename):
-            return name
-    raise TraceFormatError(
-        f"unknown format: the file matches none of the known formats ({_known()}); "
-        "pass the format explicitly if you know it",
-        file=filename,
-    )
+    if _is_empty(head):
+        raise TraceFormatError("the file is empty", file=filename)
+    found = _sniffed(head, filename)
+    if found is None:
+        raise TraceFormatError(
+            f"unknown format: the file is {describe_head(head, filename)}, which matches none of the "
+            f"known formats ({_known()}); choose the format if you know it",
+            file=filename,
+        )
+    return found
+
+
+def describe_head(head: bytes, filename: str) -> str:
+    """What a file looks like, in words, for errors that must say what was found."""
+    if _is_empty(head):
+        return "empty"
+    found = _sniffed(head, filename)
+    if found is not None:
+        return f"a file of format {found} ({FORMATS[found].LABEL})"
+    char = first_char(head)
+    if char == "{":
+        line = first_line(head)
+        keys = list(line) if isinstance(line, dict) else _leading_keys(head)
+        shown = ", ".join(keys[:8]) + (", ..." if len(keys) > 8 else "")
+        return f"a JSON object with keys {shown}" if keys else "a JSON object"
+    if char == "[":
+        return "a JSON list of unrecognised records"
+    return "not JSON" if char.isprintable() else "a binary file that is not a known container"
+
+
+def _leading_keys(head: bytes) -> list[str]:
+    """The top-level keys in the first bytes of one big JSON object (a best effort: nested keys are skipped
+    by tracking depth, and the scan stops at the end of the head)."""
+    keys: list[str] = []
+    depth, in_string, escaped, start = 0, False, False, -1
+    text = head.decode("utf-8", "replace")
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+                if depth == 1 and re.match(r"\s*:", text[i + 1 : i + 40]):
+                    keys.append(text[start + 1 : i])
+        elif ch == '"':
+            in_string, start = True, i
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+    return list(dict.fromkeys(keys))
+
+
+def check_forced_format(head: bytes, filename: str, fmt: str) -> None:
+    """A forced format must fit the file: an empty file, or a file that another format recognises and the
+    forced one does not, is an error naming both (a file no format recognises is left to the parser)."""
+    if _is_empty(head):
+        raise TraceFormatError("the file is empty", file=filename)
+    module = FORMATS[fmt]
+    if module.sniff(head, filename):
+        return
+    found = _sniffed(head, filename)
+    if found is not None:
+        raise TraceFormatError(
+            f"wrong format: expected {fmt} ({module.LABEL}), found {describe_head(head, filename)}; "
+            "choose that format or let it be detected",
+            file=filename,
+        )
+
+
+def require_records(
+    records: Iterable[TraceRecord], filename: str, fmt: str, head: bytes
+) -> Iterator[TraceRecord]:
+    """Pass the records through; a file that yields none is an error saying what the parser expected and
+    what the file holds (so a wrong format can never import 0 traces and call it a success)."""
+    count = 0
+    for record in records:
+        count += 1
+        yield record
+    if count == 0:
+        module = FORMATS[fmt]
+        found = describe_head(head, filename)
+        raise TraceFormatError(
+            f"no traces found: expected {fmt} ({module.LABEL}), found "
+            + (
+                "a file of that format with no traces in it"
+                if found.startswith(f"a file of format {fmt} ")
+                else found
+            ),
+            file=filename,
+        )
+
+
+def parse_file(stream: BinaryIO, filename: str, head: bytes, fmt: str | None = None) -> Iterator[TraceRecord]:
+    """The one way to read a file's traces: detect (or check the forced format) on ``head``, the file's
+    first bytes, then stream ``stream`` through the parser, failing loudly on an empty or wrong file."""
+    if fmt:
+        get_format(fmt)  # an unknown name: the error lists the known ones
+        if fmt not in FORMATS:
+            raise TraceFormatError(f"format {fmt!r} reads folders and Hub repos, not files", file=filename)
+        check_forced_format(head, filename, fmt)
+    else:
+        fmt = detect_head(head, filename)
+    yield from require_records(FORMATS[fmt].parse(stream, filename), filename, fmt, head)
 
 
 def detect_format(path: Path) -> str:
@@ -103,9 +217,11 @@ def get_format(fmt: str) -> ModuleType:
 def iter_records(path: Path, fmt: str | None = None) -> Iterator[TraceRecord]:
     """Stream the traces in ``path``; ``fmt`` forces a format instead of detecting it."""
     path = Path(path)
-    module = get_format(fmt) if fmt else FORMATS[detect_format(path)]
+    if fmt:
+        get_format(fmt)  # an unknown name is reported before the file is opened
+    head = read_head(path)
     with open(path, "rb") as fh:
-        yield from module.parse(fh, str(path))
+        yield from parse_file(fh, str(path), head, fmt)
 
 
 def is_source(path: Path | str) -> bool:
@@ -146,11 +262,14 @@ __all__ = [
     "OUTCOMES",
     "SOURCE_FORMATS",
     "STEP_KINDS",
+    "TOOL_AGENT",
     "AnnotationRecord",
     "LabelRecord",
     "StepRecord",
     "TraceFormatError",
     "TraceRecord",
+    "check_forced_format",
+    "describe_head",
     "detect_format",
     "detect_head",
     "detect_source",
@@ -158,4 +277,6 @@ __all__ = [
     "is_source",
     "iter_records",
     "iter_source",
+    "parse_file",
+    "require_records",
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._util import Ctx, as_int, maybe_json, text_of
-from .records import StepRecord
+from .records import TOOL_AGENT, StepRecord
 
 _ROLE_ALIASES = {
     "human": "user",
@@ -72,7 +72,7 @@ def chat_steps(messages: Any, ctx: Ctx, path: str = "messages") -> list[StepReco
     if not isinstance(messages, list):
         raise ctx.error(path, f"expected a list of messages, got {type(messages).__name__}")
     steps: list[StepRecord] = []
-    call_index: dict[str, int] = {}
+    call_index: dict[str, int] = {}  # tool call id -> index of its tool_call step
     for i, raw in enumerate(messages):
         mpath = f"{path}[{i}]"
         m = ctx.obj(raw, mpath)
@@ -90,7 +90,11 @@ def chat_steps(messages: Any, ctx: Ctx, path: str = "messages") -> list[StepReco
             steps.append(StepRecord(kind="reasoning", content=r, agent=agent, role=role, timestamp=ts))
         if role == "tool":
             call_id = str(m.get("tool_call_id") or m.get("id") or "")
-            name = m.get("name") or m.get("function") or ""
+            parent = call_index.get(call_id)
+            # tau2-bench (and others) name the tool only on the call: take it from there.
+            name = (
+                m.get("name") or m.get("function") or (steps[parent].tool_name if parent is not None else "")
+            )
             err = m.get("error")
             kind = "error" if err else "tool_result"
             if isinstance(err, dict) and not text:
@@ -99,12 +103,12 @@ def chat_steps(messages: Any, ctx: Ctx, path: str = "messages") -> list[StepReco
                 StepRecord(
                     kind=kind,
                     content=text,
-                    agent=str(name) or "tool",
+                    agent=TOOL_AGENT,
                     role="tool",
                     tool_name=str(name),
                     tool_call_id=call_id,
                     timestamp=ts,
-                    parent=call_index.get(call_id),
+                    parent=parent,
                 )
             )
             continue

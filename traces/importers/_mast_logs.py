@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._util import maybe_json
-from .records import StepRecord
+from .records import TOOL_AGENT, StepRecord
 
 
 def blocks(text: str, header: re.Pattern[str]) -> Iterator[tuple[re.Match[str] | None, str]]:
@@ -208,7 +208,7 @@ def openmanus(text: str) -> list[StepRecord]:
                 StepRecord(
                     kind="tool_result",
                     content=hit.group(2).strip(),
-                    agent=name,
+                    agent=TOOL_AGENT,
                     role="tool",
                     tool_name=name,
                     timestamp=ts,

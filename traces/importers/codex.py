@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 
 from ._json import first_char, first_line, iter_jsonl
 from ._util import Ctx, as_int, compact, maybe_json, text_of
-from .records import StepRecord, TraceRecord
+from .records import TOOL_AGENT, StepRecord, TraceRecord
 
 FORMAT = "codex"
 LABEL = "OpenAI Codex CLI rollout (JSONL)"
@@ -92,6 +92,8 @@ def parse(stream: BinaryIO, filename: str) -> Iterator[TraceRecord]:
                 )
         elif kind == "response_item":
             step = _item(payload, ctx, ts, calls, len(steps))
+            if step is not None and step.role == "tool" and step.parent is not None:
+                step.tool_name = step.tool_name or steps[step.parent].tool_name  # outputs name no tool
             if step is not None:
                 if (
                     not task
@@ -150,7 +152,7 @@ def _item(p: dict, ctx: Ctx, ts: str | None, calls: dict[str, int], index: int) 
         return StepRecord(
             kind="error" if exit_code not in (None, 0) else "tool_result",
             content=content,
-            agent="tool",
+            agent=TOOL_AGENT,
             role="tool",
             tool_call_id=call_id,
             timestamp=ts,

@@ -15,7 +15,7 @@ from typing import Any
 
 from ._mast_logs import blocks, chatdev, clean, metagpt, openmanus
 from ._util import text_of
-from .records import StepRecord
+from .records import TOOL_AGENT, StepRecord
 
 FRAMEWORKS = ("ChatDev", "MetaGPT", "AG2", "AppWorld", "HyperAgent", "OpenManus", "Magentic-One")
 _ALIASES = {
@@ -166,7 +166,7 @@ def _appworld(text: str) -> list[StepRecord]:
             step = StepRecord(kind="message", content=clean(body), agent="user", role="user")
         elif m.group(3) and m.group(4) == "API":
             step = StepRecord(
-                kind="tool_result", content=content, agent=m.group(3), role="tool", tool_name=m.group(3)
+                kind="tool_result", content=content, agent=TOOL_AGENT, role="tool", tool_name=m.group(3)
             )
         elif m.group(3):
             step = StepRecord(kind="message", content=content, agent=f"{m.group(3)} Agent", role="assistant")

@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 
 from ._json import first_char, has_key, iter_array
 from ._util import Ctx, as_int, compact, text_of
-from .records import StepRecord, TraceRecord
+from .records import TOOL_AGENT, StepRecord, TraceRecord
 
 FORMAT = "openhands"
 LABEL = "OpenHands event stream (trajectory JSON)"
@@ -132,7 +132,7 @@ def _step(e: dict, ctx: Ctx, i: int, by_event: dict) -> tuple[StepRecord, str, s
     step = StepRecord(
         kind=kind,
         content=text_of(e.get("content")) or message,
-        agent=source,
+        agent=TOOL_AGENT if call_id else source,
         role="tool" if call_id else role,
         tool_name=str(tcm.get("function_name") or (obs if obs != "null" else "")),
         tool_call_id=call_id,

@@ -11,13 +11,18 @@ from typing import Any
 
 STEP_KINDS = ("message", "reasoning", "tool_call", "tool_result", "observation", "error")
 OUTCOMES = ("success", "failure", "unknown")
+# The agent of every tool result, whatever the format: the tool is not one of the system's agents, and
+# naming each tool as an agent would split a "by agent" figure into one bar per tool.
+TOOL_AGENT = "tool"
 
 
 @dataclass(slots=True)
 class StepRecord:
     kind: str  # one of STEP_KINDS
     content: str = ""
-    agent: str = ""  # agent / speaker name (e.g. "Orchestrator", "WebSurfer", "assistant")
+    # Agent / speaker name (e.g. "Orchestrator", "WebSurfer", "assistant"). A tool's answer (a tool_result,
+    # or an error a tool returned) is spoken by TOOL_AGENT in every format; which tool is in tool_name.
+    agent: str = ""
     role: str = ""  # chat role if any: system/user/assistant/tool
     tool_name: str = ""
     tool_args: Any = None  # JSON-able (dict/list/str) or None
@@ -34,6 +39,10 @@ class LabelRecord:
     steps: list[int] = field(default_factory=list)  # 0-based step indices pinned as evidence
     primary: bool = False
     note: str = ""
+    # A failure attribution as the source gave it (Who&When): {"agent": who was held responsible, "step":
+    # the decisive step's index or None, "reason": why}. Kept as data, not folded into the note, so the
+    # analysis can count by the attributed agent and a contradiction with the step's own agent is visible.
+    attribution: dict | None = None
 
 
 @dataclass(slots=True)

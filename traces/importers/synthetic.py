@@ -22,7 +22,7 @@ from ._writers import (
     write_otel_json,
 )
 from .native import dump_native, write_native_jsonl
-from .records import AnnotationRecord, LabelRecord, StepRecord, TraceRecord
+from .records import TOOL_AGENT, AnnotationRecord, LabelRecord, StepRecord, TraceRecord
 
 MODELS = ("gpt-4o", "claude-3.5-sonnet", "qwen2.5-7b", "llama-3.1-70b")
 BENCHMARKS = ("SWE-bench-lite", "GAIA", "tau-bench/airline", "ProgramDev", "GSM-Plus")
@@ -101,7 +101,7 @@ def _trace(rng: random.Random, i: int, n_steps: int, seed: int) -> TraceRecord:
                     StepRecord(
                         kind="error",
                         content=f"Traceback: {tool} failed with exit code 1",
-                        agent=tool,
+                        agent=TOOL_AGENT,
                         role="tool",
                         tool_name=tool,
                         tool_call_id=call_id,
@@ -113,7 +113,7 @@ def _trace(rng: random.Random, i: int, n_steps: int, seed: int) -> TraceRecord:
                     StepRecord(
                         kind="tool_result",
                         content=f"{tool} output line {rng.randint(1, 500)}",
-                        agent=tool,
+                        agent=TOOL_AGENT,
                         role="tool",
                         tool_name=tool,
                         tool_call_id=call_id,

@@ -107,7 +107,11 @@ def build(d: dict, ctx: Ctx, filename: str) -> TraceRecord:
     annotations = []
     if agent or step_no is not None:
         label = LabelRecord(
-            mode=MODE, steps=[step_no] if step_no is not None else [], primary=True, note=f"{agent}: {reason}"
+            mode=MODE,
+            steps=[step_no] if step_no is not None else [],
+            primary=True,
+            note=f"{agent}: {reason}",
+            attribution={"agent": agent, "step": step_no, "reason": reason},
         )
         annotations.append(AnnotationRecord(annotator=ANNOTATOR, labels=[label]))
     correct = d.get("is_correct", d.get("is_corrected"))

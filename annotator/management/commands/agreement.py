@@ -72,6 +72,11 @@ def render_text(results: dict[str, Any]) -> str:
         ["overall", "", fmt(overall["kappa"]), fmt(overall["krippendorff_alpha"]), fmt(overall["gwet_ac1"])]
     )
     out += _table(cat_rows, ["category", "name", "kappa", "alpha", "AC1"])
+    mean_pairwise = overall["mean_pairwise_cohen_kappa"]
+    out.append(
+        f"mean pairwise Cohen's kappa: {fmt(mean_pairwise)} over {mean_pairwise['n_defined']} (pair, mode) "
+        f"combinations where defined; mean of per-mode means {fmt({'value': mean_pairwise['mean_of_mode_means']})}"
+    )
     out += ["", f"MASI alpha over label sets: {fmt(results['masi_alpha']['alpha'])}"]
     loc = results["localisation"]["overall"]
     within = ", ".join(f"within {w}: {fmt(v)}" for w, v in loc["within"].items())
@@ -86,6 +91,7 @@ def render_text(results: dict[str, Any]) -> str:
         out.append(
             f"primary label: kappa {fmt(p['cohen_kappa'])}, alpha {fmt(p['krippendorff_alpha'])} on {p['n_items']} traces"
         )
+    out += ["", "Methods: " + results["methods"]["text"]]
     return "\n".join(out)
 
 
@@ -102,14 +108,27 @@ class Command(BaseCommand):
         parser.add_argument("--annotators", help="Only these annotators (comma-separated usernames)")
         parser.add_argument("--since", help="Submitted on or after this date (YYYY-MM-DD)")
         parser.add_argument("--until", help="Submitted on or before this date (YYYY-MM-DD)")
+        parser.add_argument(
+            "--where",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="Only traces whose metadata KEY equals VALUE (as text), e.g. --where 'round=Round 3'; "
+            "repeat to require several",
+        )
+        parser.add_argument(
+            "--methods",
+            action="store_true",
+            help="Print only the methods paragraph, ready to paste into a paper",
+        )
 
-    def handle(self, *args, slug: str, json: bool, **options):
+    def handle(self, *args, slug: str, json: bool, methods: bool, **options):
         project = Project.objects.select_related("taxonomy_version__taxonomy").filter(slug=slug).first()
         if project is None:
             raise CommandError(f"No project {slug!r}", returncode=2)
         try:
             filters = clean_filters(
-                project, {k: options.get(k) for k in ("batch", "annotators", "since", "until")}
+                project, {k: options.get(k) for k in ("batch", "annotators", "since", "until", "where")}
             )
         except ReportFilterError as error:
             raise CommandError("; ".join(error.messages), returncode=2) from None
@@ -118,7 +137,9 @@ class Command(BaseCommand):
             report = do_compute_report(report.pk)
         if report.status != JobStatus.SUCCEEDED:
             raise CommandError(f"The report failed: {report.error}", returncode=1)
-        if json:
+        if methods:
+            self.stdout.write(report.results["methods"]["text"])
+        elif json:
             self.stdout.write(_dumps(report.results))
         else:
             self.stdout.write(render_text(report.results))

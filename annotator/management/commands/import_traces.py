@@ -4,6 +4,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.management.paths import TRACE_SUFFIXES, expand_paths
+from annotator.management.reporting import report_attribution_conflicts
 from annotator.models import Project
 from annotator.services.imports import do_import_traces
 from traces import importers
@@ -109,11 +111,7 @@ class Command(BaseCommand):
             )
             for mode, count in labels.ignored_modes.most_common():
                 self.stdout.write(f"  ignored {count} labels of unknown mode {mode!r}")
-
-
-# Inside a folder only these are taken (a README or PROVENANCE.md beside the traces is not a trace file);
-# files named explicitly are always tried.
-TRACE_SUFFIXES = {".json", ".jsonl", ".ndjson", ".traj", ".eval"}
+            report_attribution_conflicts(self, labels.attribution_conflicts)
 
 
 def _expand(paths: list[str], fmt: str | None):
@@ -127,14 +125,9 @@ def _expand(paths: list[str], fmt: str | None):
             continue
         if path.is_dir() and (fmt in importers.SOURCE_FORMATS or importers.detect_source(path)):
             yield path, str(path)
-        elif path.is_dir():
-            for child in sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")):
-                if child.suffix.lower() in TRACE_SUFFIXES:
-                    yield child, str(child)
-        elif path.exists():
-            yield path, str(path)
         else:
-            raise CommandError(f"{path}: no such file", returncode=2)
+            for child in expand_paths([path], TRACE_SUFFIXES):
+                yield child, str(child)
 
 
 _REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")

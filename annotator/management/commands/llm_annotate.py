@@ -65,7 +65,9 @@ class Command(BaseCommand):
         return run
 
     def _dry_run(self, project: Project, batch: str, limit, model) -> None:
-        batch_row, config, model = check_run_request(project, batch_name=batch, limit=limit, model=model)
+        batch_row, config, model = check_run_request(
+            project, batch_name=batch, limit=limit, model=model, check_url=False
+        )
         trace = Trace.objects.filter(batch=batch_row).order_by("id").first()
         if trace is None:
             raise CommandError(f"Batch {batch!r} has no traces", returncode=2)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.api.signature_serializers import SignatureReportSerializer
+from annotator.csvsafe import csv_writer
 from annotator.models import Project
 from annotator.services.signature_report import build_report
 from annotator.services.signatures import SignatureQueryError, parse_signature_query
@@ -61,7 +61,7 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(SignatureReportSerializer(report).data, indent=2))
         elif csv_figure:
             header, rows = figure_table(report.signatures, csv_figure)
-            writer = csv.writer(self.stdout, lineterminator="\n")
+            writer = csv_writer(self.stdout, lineterminator="\n")
             writer.writerow(header)
             writer.writerows(["" if value is None else value for value in row] for row in rows)
         elif report.signatures is None:

@@ -205,15 +205,16 @@ def _process(f: CardFacts) -> str:
         [
             "## How it was annotated",
             "",
-            f"- Each trace was to be labelled independently by **{f.overlap}** annotator(s); "
-            f"{len(t.annotators)} people annotated, named here by {names}."
+            *_origin(f),
+            f"- {_n(len(t.annotators), 'rater')} in this export, named here by {names}."
             + (
                 f" {len(t.llm_raters)} language-model rater(s) also labelled (`annotator_kind` = llm)."
                 if t.llm_raters
                 else ""
             ),
-            f"- Blind: {'yes, annotators never saw each other' + chr(39) + 's labels' if f.blind else 'no, annotators could see each other' + chr(39) + 's labels'}.",
-            f"- Written guidelines: {'yes' if f.has_guidelines else 'none recorded'}. Only submitted annotations are published.",
+            f"- Blind: {_blind(f)}.",
+            f"- Written guidelines: {_guidelines(f)}. Only submitted annotations are published.",
+            *_import_losses(f),
             "- Annotations per trace: "
             + ", ".join(f"{k}: {v:,} traces" for k, v in sorted(histogram.items()))
             + ".",
@@ -223,6 +224,69 @@ def _process(f: CardFacts) -> str:
             f"{adjudication.get('open', 0):,} still open. Gold labels published for {_n(t.gold_traces, 'trace')}.",
         ]
     )
+
+
+def _origin(f: CardFacts) -> list[str]:
+    """Which labels were made here (the project's settings apply) and which were imported (they do not)."""
+    p = f.provenance
+    lines = []
+    if p.made_here:
+        lines.append(
+            f"- {_n(p.made_here, 'annotation')} by {_n(len(p.raters_here), 'person', 'people')} were made in "
+            f"this project, which asks for **{f.overlap}** independent annotator(s) per trace."
+        )
+    if p.imported:
+        lines.append(
+            f"- {_n(p.imported, 'annotation')} by {_n(len(p.raters_imported), 'rater')} were imported with the "
+            "data: how they were made (independently or not, blind or not, with which guidelines) is unknown."
+        )
+    if not p.made_here and not p.imported and not p.llm:
+        lines.append("- No submitted annotation yet.")
+    return lines
+
+
+def _blind(f: CardFacts) -> str:
+    """Only labels made here were made under the project's blind setting; an import cannot say."""
+    p = f.provenance
+    here = (
+        (
+            "yes, annotators never saw each other's labels"
+            if f.blind
+            else "no, annotators could see each other's labels"
+        )
+        if p.made_here
+        else ""
+    )
+    if here and p.imported:
+        return (
+            f"{here} (the {_n(p.made_here, 'annotation')} made here); unknown for the {p.imported:,} imported"
+        )
+    if p.imported:
+        return "unknown (every annotation was imported; how it was made is not recorded)"
+    return here or "not applicable (no annotation)"
+
+
+def _guidelines(f: CardFacts) -> str:
+    p = f.provenance
+    here = "yes" if f.has_guidelines else "none recorded"
+    if p.imported and not p.made_here:
+        return "unknown for the imported annotations"
+    return f"{here} (for the annotations made here; unknown for the imported)" if p.imported else here
+
+
+def _import_losses(f: CardFacts) -> list[str]:
+    """What an import left out or found missing, from what it recorded (or "unknown")."""
+    p = f.provenance
+    if not p.imported:
+        return []
+    ignored = (
+        "unknown (the import did not record them)" if p.ignored_labels is None else f"{p.ignored_labels:,}"
+    )
+    missing = "unknown" if p.missing_votes is None else f"{p.missing_votes:,}"
+    return [
+        f"- Imported labels left out because the taxonomy lacks their mode: {ignored}.",
+        f"- Votes the source left empty (neither yes nor no in the file): {missing}.",
+    ]
 
 
 def _agreement(a: Agreement) -> str:
@@ -291,7 +355,9 @@ def _counts(f: CardFacts) -> str:
         [
             "## Label counts",
             "",
-            f"{t.annotations:,} annotations ({t.no_failure:,} saying no failure), gold labels for {t.gold_traces:,} traces.",
+            f"{t.annotations:,} annotations ({t.no_failure:,} saying no failure"
+            + (f", {t.no_verdict:,} with neither a label nor a no-failure verdict" if t.no_verdict else "")
+            + f"), gold labels for {t.gold_traces:,} traces.",
             "",
             _table(["mode", "name", "annotations choosing it", "traces (any annotator)", "gold"], mode_rows),
             "",
@@ -343,13 +409,23 @@ def _limitations(f: CardFacts) -> str:
             notes.append(
                 f"κ is undefined for {', '.join(undefined)} (too rare or never varied): read AC1/PABAK for them."
             )
+    # A single *known* value narrows the data; "(unknown)" for every trace says nothing of the kind.
     narrow = [
-        what for what, counter in (("model", t.models), ("benchmark", t.benchmarks)) if len(counter) == 1
+        f"{what} ({next(iter(counter))})"
+        for what, counter in (("model", t.models), ("benchmark", t.benchmarks))
+        if len(counter) == 1 and "(unknown)" not in counter
     ]
     if narrow:
         notes.append(
             f"The traces come from a single {' and a single '.join(narrow)}: failure rates may not transfer."
         )
+    unknown = [
+        what
+        for what, counter in (("model", t.models), ("benchmark", t.benchmarks))
+        if t.traces and counter.get("(unknown)") == t.traces
+    ]
+    if unknown:
+        notes.append(f"The {' and the '.join(unknown)} of every trace is unknown.")
     if not f.options.include_text:
         notes.append(
             "Step text was dropped: the labels cannot be re-checked against the traces from this export alone."
@@ -366,8 +442,8 @@ def _limitations(f: CardFacts) -> str:
     return "## Known limitations\n\n" + "\n".join(f"- {n}" for n in notes)
 
 
-def _n(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+def _n(count: int, noun: str, plural: str = "") -> str:
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
 
 
 def _ordered(configs: Iterable[ConfigFiles]) -> list[ConfigFiles]:

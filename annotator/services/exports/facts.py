@@ -13,10 +13,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotator.models import AdjudicationItem, Project
+from annotator.models import AdjudicationItem, Annotation, Project
 from annotator.models.reports import JobStatus
 from annotator.services.exports.dataset import ConfigFiles, ModeColumn
 from annotator.services.exports.options import ExportOptions
+from annotator.services.exports.rows import selected_traces
+from annotator.services.provenance import LabelProvenance, label_provenance
 from taxonomy.models import Taxonomy
 
 log = logging.getLogger(__name__)
@@ -36,7 +38,8 @@ class Tally:
     annotations: int = 0
     annotators: set = field(default_factory=set)
     llm_raters: set = field(default_factory=set)
-    no_failure: int = 0
+    no_failure: int = 0  # annotations whose rater said "no failure" (never inferred from an empty label list)
+    no_verdict: int = 0  # annotations with neither a label nor "no failure": nobody said anything
     mode_annotations: Counter = field(default_factory=Counter)
     mode_traces: Counter = field(default_factory=Counter)  # traces where at least one annotator chose it
     per_trace: Counter = field(default_factory=Counter)  # annotations per trace -> traces
@@ -61,7 +64,8 @@ class Tally:
     def annotation(self, row: dict[str, Any]) -> None:
         self.annotations += 1
         (self.llm_raters if row["annotator_kind"] == "llm" else self.annotators).add(row["annotator"])
-        self.no_failure += bool(row["no_failure"] or not row["labels"])
+        self.no_failure += bool(row["no_failure"])
+        self.no_verdict += not row["no_failure"] and not row["labels"]
         self.mode_annotations.update(row["labels"])
         if row["trace_uid"] != self._uid:
             self._close_group()
@@ -135,6 +139,7 @@ class CardFacts:
     agreement: Agreement
     tally: Tally
     configs: list[ConfigFiles] = field(default_factory=list)
+    provenance: LabelProvenance = field(default_factory=LabelProvenance)
 
 
 def mode_facts(project: Project, columns: list[ModeColumn]) -> list[ModeFacts]:
@@ -185,6 +190,13 @@ def gather_facts(
         agreement=agreement_for(project, options),
         tally=tally,
         configs=configs,
+        provenance=label_provenance(
+            Annotation.objects.filter(
+                assignment__project=project,
+                status=Annotation.Status.SUBMITTED,
+                assignment__trace__in=selected_traces(project, options).order_by().values("id"),
+            )
+        ),
     )
 
 

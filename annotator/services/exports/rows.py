@@ -21,6 +21,7 @@ from annotator.models import AdjudicationItem, Annotation, GoldLabel, LabelAppli
 from annotator.raters import LLM_PREFIX
 from annotator.services.exports.dataset import ModeColumn
 from annotator.services.exports.options import ExportOptions
+from traces.answer_key import merged
 from traces.models import Step, Trace
 
 TRACES_PER_CHUNK = 200
@@ -38,6 +39,7 @@ _TRACE_FIELDS = (
     "outcome",
     "score",
     "metadata",
+    "answer_key",
     "step_count",
 )
 # Depth is derivable from parent_index, so the published dataset leaves it out.
@@ -126,7 +128,9 @@ def trace_rows(traces: QuerySet[Trace], *, include_text: bool) -> Iterator[dict[
                 "outcome": trace["outcome"],
                 "score": trace["score"],
                 "step_count": trace["step_count"],
-                "metadata": json.dumps(trace["metadata"] or {}, sort_keys=True, ensure_ascii=False),
+                "metadata": json.dumps(
+                    merged(trace["metadata"], trace["answer_key"]), sort_keys=True, ensure_ascii=False
+                ),
                 "steps": steps.get(trace["id"], []),
                 "_bytes": size.get(trace["id"], 0) + len(trace["task"]),
                 "_id": trace["id"],

@@ -1,0 +1,35 @@
+"""`Authorization: Token <key>` against hashed, expiring tokens (annotator.models.tokens)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+from rest_framework import exceptions
+from rest_framework.authentication import TokenAuthentication
+
+from annotator.models import ApiToken
+from annotator.models.tokens import token_digest
+
+# last_used_at is informative: write it at most this often per token, not on every request.
+LAST_USED_RESOLUTION = timedelta(minutes=5)
+
+
+class HashedTokenAuthentication(TokenAuthentication):
+    """DRF's header and error behaviour (and drf-spectacular's "tokenAuth" scheme, as a subclass), looking
+    tokens up by digest and refusing expired ones."""
+
+    keyword = "Token"
+
+    def authenticate_credentials(self, key: str):
+        token = ApiToken.objects.select_related("user").filter(digest=token_digest(key)).first()
+        if token is None:
+            raise exceptions.AuthenticationFailed("Invalid token.")
+        if token.is_expired:
+            raise exceptions.AuthenticationFailed("Token expired: create a new one at /api/token/.")
+        if not token.user.is_active:
+            raise exceptions.AuthenticationFailed("User inactive or deleted.")
+        now = timezone.now()
+        if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
+            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        return token.user, token

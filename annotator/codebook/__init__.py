@@ -1,0 +1,1 @@
+"""Codebook evolution, pure parts: grouping annotators' proposals for new modes (no Django here)."""

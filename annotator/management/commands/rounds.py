@@ -1,0 +1,135 @@
+"""`manage.py rounds SLUG list|open|close|trend`: calibration rounds from the command line."""
+
+from __future__ import annotations
+
+from json import dumps
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotator.models import Project
+from annotator.services.rounds import (
+    RoundError,
+    TraceChoice,
+    do_close_round,
+    do_open_round,
+    round_progress,
+    round_trend,
+)
+
+
+class Command(BaseCommand):
+    help = (
+        "Calibration rounds: a named set of traces that every chosen annotator labels (full overlap, blind); "
+        "closing a round computes its agreement report and keeps it; the trend compares closed rounds mode by "
+        "mode. Subcommands: list; open NAME --annotators a,b [--traces 1,2 | --batch B] [--where k=v] "
+        "[--sample N --seed S]; close NAME; trend [--json]. Exit code 2 with a message when a request cannot "
+        "be done (nothing is changed then)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("slug", help="Project slug")
+        sub = parser.add_subparsers(dest="action", required=True)
+        sub.add_parser("list", help="Every round with its status and progress")
+        opening = sub.add_parser("open", help="Open a round")
+        opening.add_argument("name", help="Round name, unique in the project (e.g. 'Round 1')")
+        opening.add_argument("--annotators", required=True, help="Comma-separated usernames (at least two)")
+        opening.add_argument("--traces", help="Comma-separated trace ids to take")
+        opening.add_argument("--batch", default="", help="Take traces of this batch only")
+        opening.add_argument(
+            "--where",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="Traces whose metadata KEY equals VALUE",
+        )
+        opening.add_argument("--sample", type=int, help="A seeded random sample of this many matching traces")
+        opening.add_argument("--seed", type=int, default=0, help="Seed of the sample (default 0)")
+        closing = sub.add_parser("close", help="Close a round and compute its agreement report")
+        closing.add_argument("name", help="Round name")
+        trend = sub.add_parser("trend", help="Agreement per mode and overall across closed rounds")
+        trend.add_argument("--json", action="store_true", help="Print JSON instead of a table")
+
+    def handle(self, *args, slug: str, action: str, **options):
+        project = Project.objects.filter(slug=slug).first()
+        if project is None:
+            raise CommandError(f"No project {slug!r}", returncode=2)
+        try:
+            getattr(self, f"_{action}")(project, **options)
+        except RoundError as error:
+            raise CommandError(str(error), returncode=2) from None
+
+    def _list(self, project: Project, **options) -> None:
+        rounds = list(project.rounds.prefetch_related("annotators"))
+        if not rounds:
+            self.stdout.write("No rounds yet.")
+            return
+        progress = round_progress(rounds)
+        for round_ in rounds:
+            done, total = progress.get(round_.pk, (0, 0))
+            annotators = ", ".join(u.username for u in round_.annotators.all())
+            self.stdout.write(f"{round_.name}\t{round_.status}\t{done} of {total} submitted\t{annotators}")
+
+    def _open(
+        self, project: Project, *, name, annotators, traces, batch, where, sample, seed, **options
+    ) -> None:
+        ids = ()
+        if traces:
+            try:
+                ids = tuple(int(t) for t in traces.split(",") if t.strip())
+            except ValueError:
+                raise CommandError("--traces takes comma-separated trace ids", returncode=2) from None
+        choice = TraceChoice(ids=ids, batch=batch, sample=sample, seed=seed, where=tuple(where))
+        round_ = do_open_round(project, name=name, annotators=annotators.split(","), choice=choice)
+        self.stdout.write(
+            f"Round {round_.name!r} opened: {round_.traces.count()} traces for {round_.annotators.count()} annotators"
+        )
+
+    def _close(self, project: Project, *, name, **options) -> None:
+        round_ = project.rounds.filter(name=name).first()
+        if round_ is None:
+            raise CommandError(f"No round {name!r} in {project.slug}", returncode=2)
+        round_ = do_close_round(round_)
+        self.stdout.write(f"Round {round_.name!r} closed; report {round_.report_id} ({round_.report.status})")
+
+    def _trend(self, project: Project, *, json: bool = False, **options) -> None:
+        trend = round_trend(project)
+        names = [r.name for r in trend.rounds]
+
+        def value(estimate):
+            return None if not estimate else estimate.get("value")
+
+        if json:
+            data = {
+                "rounds": names,
+                "overall": {label: [value(e) for e in values] for label, values in trend.overall},
+                "modes": {
+                    code: [
+                        None
+                        if row is None
+                        else {
+                            "kappa": value(row[row["kappa_ci"]["statistic"]]),
+                            "kappa_ci": [row["kappa_ci"]["low"], row["kappa_ci"]["high"]],
+                            "krippendorff_alpha": value(row["krippendorff_alpha"]),
+                            "gwet_ac1": value(row["gwet_ac1"]),
+                            "observed_agreement": value(row["observed_agreement"]),
+                        }
+                        for row in rows
+                    ]
+                    for code, _, rows in trend.modes
+                },
+            }
+            self.stdout.write(dumps(data, indent=2))
+            return
+        if not names:
+            self.stdout.write("No closed round with a computed report yet.")
+            return
+        self.stdout.write("\t".join(["", *names]))
+        for label, values in trend.overall:
+            self.stdout.write("\t".join([label, *(_fmt(value(e)) for e in values)]))
+        for code, _, rows in trend.modes:
+            cells = [_fmt(None if row is None else value(row[row["kappa_ci"]["statistic"]])) for row in rows]
+            self.stdout.write("\t".join([code, *cells]))
+
+
+def _fmt(number: float | None) -> str:
+    return "-" if number is None else f"{number:.3f}"

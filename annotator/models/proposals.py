@@ -1,0 +1,35 @@
+"""A failure the taxonomy lacks, recorded by an annotator while labelling: the raw material of the next
+taxonomy version (open coding, then a revised codebook)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from annotator.models.projects import Project
+
+
+class ModeProposal(models.Model):
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        ACCEPTED = "accepted", "Turned into a mode"
+        DECLINED = "declined", "Declined"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="proposals")
+    trace = models.ForeignKey("traces.Trace", on_delete=models.CASCADE, related_name="+")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    text = models.TextField(help_text="What went wrong, in the annotator's words")
+    suggested_name = models.CharField(max_length=200, blank=True)
+    steps = models.JSONField(default=list, blank=True, help_text="Evidence step indices")
+    # The modes the author had chosen on this trace when proposing: what the new failure co-occurs with.
+    cooccurring = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    outcome = models.CharField(max_length=200, blank=True, help_text="The mode it became, or why declined")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "-created_at", "id"]
+        indexes = [models.Index(fields=["project", "status"], name="proposal_status_idx")]
+
+    def __str__(self) -> str:
+        return f"proposal {self.pk} on {self.trace_id}"

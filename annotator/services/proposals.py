@@ -1,0 +1,112 @@
+"""Proposals for new failure modes: recorded while labelling, grouped for the owners, settled when the
+codebook changes. Blind like labels: an annotator sees only their own proposals."""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import Q, QuerySet
+
+from annotator.access import MANAGE_ROLES, REVIEW_ROLES, ProjectAccess
+from annotator.codebook.grouping import Group, Proposal, group_proposals
+from annotator.models import Assignment, LabelApplication, ModeProposal, Project
+from traces.models import Trace
+
+MAX_TEXT = 2_000
+MAX_NAME = 200
+MAX_STEPS = 20
+
+
+class ProposalError(ValueError):
+    """What to fix in a proposal, in words for its author."""
+
+
+def do_propose(
+    project: Project, trace: Trace, user, *, text: str, suggested_name: str = "", steps=()
+) -> ModeProposal:
+    """Record `user`'s proposal of a failure the taxonomy lacks, seen on `trace` (annotators: a trace
+    assigned to them; owners and adjudicators: any trace of the project). Co-occurring modes are the modes
+    the author's own annotation of the trace holds at this moment."""
+    roles = getattr(project, "user_roles", frozenset())
+    own = Assignment.objects.filter(project=project, trace=trace, annotator=user).first()
+    if own is None and not roles & REVIEW_ROLES:
+        raise PermissionDenied("Propose a mode from a trace assigned to you")
+    text, suggested_name = (text or "").strip(), (suggested_name or "").strip()
+    errors = []
+    if not text:
+        errors.append("Describe the failure the taxonomy lacks")
+    elif len(text) > MAX_TEXT:
+        errors.append(f"A description may be at most {MAX_TEXT:,} characters")
+    if len(suggested_name) > MAX_NAME:
+        errors.append(f"A suggested name may be at most {MAX_NAME} characters")
+    indices = _steps(steps, trace, errors)
+    if errors:
+        raise ProposalError("; ".join(errors))
+    cooccurring = []
+    if own is not None:
+        cooccurring = sorted(
+            LabelApplication.objects.filter(annotation__assignment=own).values_list("mode__code", flat=True)
+        )
+    return ModeProposal.objects.create(
+        project=project,
+        trace=trace,
+        author=user,
+        text=text,
+        suggested_name=suggested_name,
+        steps=indices,
+        cooccurring=cooccurring,
+    )
+
+
+def _steps(steps, trace: Trace, errors: list[str]) -> list[int]:
+    if isinstance(steps, str):
+        steps = [s for s in steps.replace(",", " ").split() if s]
+    out = []
+    for value in list(steps)[: MAX_STEPS + 1]:
+        text = str(value).strip().lstrip("#")
+        if not text.isdigit() or len(text) > 9 or int(text) >= trace.step_count:
+            errors.append(f"“{text[:20]}” is not a step of this trace (steps #0 to #{trace.step_count - 1})")
+            return []
+        out.append(int(text))
+    if len(out) > MAX_STEPS:
+        errors.append(f"Point at {MAX_STEPS} steps at most")
+    return sorted(set(out))
+
+
+def visible_proposals(project: Project, user) -> QuerySet[ModeProposal]:
+    proposals = ModeProposal.objects.filter(project=project).select_related("author", "trace")
+    access = ProjectAccess.of(user, project)
+    if access.is_reviewer:
+        # Another annotator's proposal tells what they saw in a trace: not while I am blind on it.
+        return proposals.filter(~Q(trace__in=access.blind_trace_ids()) | Q(author=user))
+    return proposals.filter(author=user)
+
+
+def grouped_open_proposals(project: Project, user) -> list[tuple[Group, list[ModeProposal]]]:
+    """The open proposals this reviewer may read, grouped by the words they use, each group with its
+    proposals."""
+    rows = list(visible_proposals(project, user).filter(status=ModeProposal.Status.OPEN))
+    by_id = {p.pk: p for p in rows}
+    groups = group_proposals(
+        [
+            Proposal(id=p.pk, text=p.text, suggested_name=p.suggested_name, cooccurring=tuple(p.cooccurring))
+            for p in rows
+        ]
+    )
+    return [(group, [by_id[i] for i in group.ids]) for group in groups]
+
+
+def do_settle(project: Project, ids, *, status: str, outcome: str, actor) -> int:
+    """Mark proposals accepted (turned into a mode; `outcome` names it) or declined (with the reason)."""
+    if not getattr(project, "user_roles", frozenset()) & MANAGE_ROLES:
+        raise PermissionDenied("Only owners settle proposals")
+    if status not in (ModeProposal.Status.ACCEPTED, ModeProposal.Status.DECLINED):
+        raise ProposalError("Choose: turned into a mode, or declined")
+    outcome = (outcome or "").strip()
+    if not outcome:
+        raise ProposalError("Say which mode it became, or why it is declined")
+    ids = [int(i) for i in ids if str(i).isdigit() and len(str(i)) < 10]
+    if not ids:
+        raise ProposalError("Choose at least one proposal")
+    return ModeProposal.objects.filter(project=project, pk__in=ids).update(
+        status=status, outcome=outcome[:MAX_NAME]
+    )

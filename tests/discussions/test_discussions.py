@@ -1,0 +1,119 @@
+"""Discussions: comments on a trace or a mode pointing at steps, @mentions, blind until one's own submit, the
+threads a closed round opens for its disagreements, and the decisions they end with."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotator.models import Assignment, Mention, Thread
+from annotator.services.rounds import TraceChoice, do_close_round, do_open_round
+from tests.factories import UserFactory, add_member
+from tests.labels import project_trace, submit
+
+
+@pytest.fixture
+def trace(project):
+    return project_trace(project, n_steps=6)
+
+
+def url(project, trace):
+    return f"/p/{project.slug}/t/{trace.pk}/discussion/"
+
+
+def test_an_annotator_joins_the_discussion_only_after_submitting(
+    client, project, trace, annotator_a, annotator_b, owner
+):
+    submit(project, trace, annotator_b, {"FM-1.1": [2]})
+    client.force_login(owner)
+    response = client.post(
+        url(project, trace),
+        {"body": "Step 2 is the real failure, @ben-annotator?", "mode": "FM-1.1", "step": "2"},
+    )
+    assert response.status_code == 200 and "Step 2 is the real failure" in response.content.decode()
+    Assignment.objects.get_or_create(project=project, trace=trace, annotator=annotator_a)
+    client.force_login(annotator_a)  # assigned, not yet submitted: blind
+    assert client.get(url(project, trace)).status_code == 403
+    assert client.post(url(project, trace), {"body": "hello"}).status_code == 403
+    submit(project, trace, annotator_a, {"FM-2.1": [1]})
+    page = client.get(url(project, trace)).content.decode()
+    assert "Step 2 is the real failure" in page and "step #2" in page
+
+
+def test_mentions_notify_members_only_and_the_mentions_page_marks_them_read(
+    client, project, trace, owner, annotator_b, outsider
+):
+    submit(project, trace, annotator_b, {"FM-1.1": [2]})
+    client.force_login(owner)
+    client.post(
+        url(project, trace),
+        {"body": f"@{annotator_b.username} and @{outsider.username}, see step 3", "step": "3"},
+    )
+    assert list(Mention.objects.values_list("user__username", flat=True)) == [annotator_b.username]
+    client.force_login(annotator_b)
+    page = client.get("/mentions/").content.decode()
+    assert "see step 3" in page and "new" in page
+    assert not Mention.objects.filter(read_at__isnull=True).exists()
+
+
+def test_a_refused_comment_says_why_in_the_form(client, project, trace, owner):
+    client.force_login(owner)
+    response = client.post(url(project, trace), {"body": "look", "step": "99"})
+    assert response.status_code == 400
+    assert "not a step of this trace (steps #0 to #5)" in response.content.decode()
+    assert client.post(url(project, trace), {"body": "  "}).status_code == 400
+    assert not Thread.objects.exists()
+
+
+def test_outsiders_and_viewers_see_no_discussion(client, project, trace, outsider):
+    client.force_login(outsider)
+    assert client.get(url(project, trace)).status_code == 404
+    viewer = add_member(project, UserFactory(username="vic-viewer"), "viewer").user
+    client.force_login(viewer)
+    assert client.get(url(project, trace)).status_code == 403
+
+
+def test_a_closed_round_opens_a_thread_per_disagreement_and_a_decision_clarifies_the_guidelines(
+    client, project, annotator_a, annotator_b, owner
+):
+    traces = [project_trace(project) for _ in range(3)]
+    round_ = do_open_round(
+        project,
+        name="Round 1",
+        annotators=[annotator_a.username, annotator_b.username],
+        choice=TraceChoice(ids=tuple(t.pk for t in traces)),
+    )
+    submit(project, traces[0], annotator_a, {"FM-1.1": [1]})
+    submit(project, traces[0], annotator_b, {"FM-1.1": [3], "FM-2.1": [4]})  # disagree on FM-2.1 only
+    for t in traces[1:]:
+        submit(project, t, annotator_a, {"FM-1.1": [1]})
+        submit(project, t, annotator_b, {"FM-1.1": [1]})
+    client.force_login(annotator_a)
+    assert "still open" in client.get(f"/p/{project.slug}/rounds/{round_.pk}/discussion/").content.decode()
+    do_close_round(round_)
+    thread = Thread.objects.get()
+    assert (thread.trace_id, thread.mode.code, thread.calibration_round_id) == (
+        traces[0].pk,
+        "FM-2.1",
+        round_.pk,
+    )
+    page = client.get(f"/p/{project.slug}/rounds/{round_.pk}/discussion/").content.decode()
+    assert "did not choose it" in page and "evidence step #4" in page
+    assert (
+        client.post(
+            f"/p/{project.slug}/threads/{thread.pk}/decide/", {"decision": "guideline", "text": "x"}
+        ).status_code
+        == 403
+    )
+    client.force_login(owner)
+    client.post(
+        f"/p/{project.slug}/threads/{thread.pk}/decide/",
+        {"decision": "guideline", "text": "A retry loop counts only after three identical calls."},
+    )
+    thread.refresh_from_db()
+    project.refresh_from_db()
+    assert thread.decision == "guideline" and thread.decided_by == owner
+    assert "FM-2.1" in project.guidelines and "three identical calls" in project.guidelines
+    response = client.post(
+        f"/p/{project.slug}/threads/{thread.pk}/decide/", {"decision": "definition", "text": ""}, follow=True
+    )
+    assert "Write the clarified guideline or the definition change" in response.content.decode()

@@ -1,0 +1,384 @@
+"""Every route x every persona: the answer the table below expects, and nothing of annotator B's labels in
+what annotator A (or an owner still annotating the trace) receives.
+
+The routes come from `get_resolver()`, so a new URL (page, partial, API view, export, download) without a
+row in ROUTES fails `test_every_route_has_a_row`; the failure prints the row it observed, to check against
+the access policy (annotator/access.py) before pasting it in.
+
+Personas (columns):
+  anon   anonymous                  out    signed in, member of nothing
+  A      annotator A: a draft on T1, submitted T2
+  B      annotator B: submitted T1 (with the planted marks) and T2
+  adj    adjudicator                view   viewer
+  own    owner (not annotating)     OA     an owner who is also annotator of T1 and has not submitted it
+  oth    owner of another project   staff  staff, member of nothing
+
+Cells: an HTTP status, or `login` for a redirect to the login page. Each request runs in a savepoint that is
+rolled back, so a POST by one persona changes nothing for the next. Requests are the plainest possible
+(GET, or POST without a body for POST-only views): the table is about who gets in, not about forms.
+
+The blind marks: B's note and label notes on T1 and T2, an LLM rater's note and a failed LLM answer on T1,
+and T1's answer key (the verdict that came with the data). A, a plain annotator, and the viewer never
+receive any of them; OA never receives those of T1 (blind beats every role), while the owner does (so the
+check is not vacuous).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import pytest
+from django.db import transaction
+from django.test import Client
+from django.urls import URLResolver, get_resolver, reverse
+
+from annotator.models import (
+    AdjudicationItem,
+    Assignment,
+    Comment,
+    Export,
+    LLMRun,
+    LLMTraceResult,
+    ModeProposal,
+    Thread,
+)
+from annotator.services.adjudication import do_check_trace
+from annotator.services.annotations import do_save_draft
+from annotator.services.assignment import do_assign
+from annotator.services.llm_settings import current_prompt, llm_rater
+from annotator.services.payload import AnnotationPayload
+from annotator.services.reports import do_request_report
+from annotator.services.rounds import TraceChoice, do_close_round, do_open_round
+from tests.factories import BatchFactory, ProjectFactory, UserFactory, add_member, trace_with_steps
+from tests.labels import submit
+from traces.models import ImportJob
+
+PERSONAS = ("anon", "out", "A", "B", "adj", "view", "own", "OA", "oth", "staff")
+
+# Marks planted on B's annotations (T1, T2), on the LLM rater's annotation of T1 and in T1's answer key.
+MARK_T1 = "ZQXONE"
+MARK_T2 = "ZQXTWO"
+
+ROUTES = """
+# route name (.fmt: DRF's  method anon  out   A     B     adj   view  own   OA    oth   staff
+# format-suffix variant)
+home                          GET   login 200   200   200   200   200   200   200   200   200
+healthz                       GET   200   200   200   200   200   200   200   200   200   200
+login                         GET   200   200   200   200   200   200   200   200   200   200
+logout                        POST  login login login login login login login login login login
+admin/*                       GET   302   302   302   302   302   302   302   302   302   200
+taxonomy-list                 GET   login 200   200   200   200   200   200   200   200   200
+taxonomy-detail               GET   login 200   200   200   200   200   200   200   200   200
+batch-list                    GET   login 403   403   403   403   403   403   403   403   200
+project-detail                GET   login 404   200   200   200   200   200   200   404   404
+project-import                GET   login 404   403   403   403   403   200   200   404   404
+project-import-job            GET   login 404   403   403   403   403   200   200   404   404
+project-export                GET   login 404   403   403   403   403   200   403   404   404
+project-export-job            GET   login 404   403   403   403   403   200   403   404   404
+project-export-download       GET   login 404   403   403   403   403   404   403   404   404
+project-signatures            GET   login 404   403   403   200   200   200   403   404   404
+project-signatures-csv        GET   login 404   403   403   200   200   200   403   404   404
+start-next                    POST  login 404   302   302   403   403   403   302   404   404
+annotate                      GET   login 404   200   404   403   403   403   404   404   404
+annotate-save                 POST  login 404   409   404   403   403   403   404   404   404
+annotate-submit               POST  login 404   409   404   403   403   403   404   404   404
+annotate-skip                 POST  login 404   302   404   403   403   403   404   404   404
+trace-steps                   GET   login 404   200   200   200   200   200   200   404   404
+trace-step                    GET   login 404   200   200   200   200   200   200   404   404
+trace-review                  GET   login 404   403   403   200   403   200   403   404   404
+trace-review-steps            GET   login 404   403   403   200   403   200   403   404   404
+project-traces                GET   login 404   403   403   200   403   200   200   404   404
+project-members               GET   login 404   403   403   403   403   200   200   404   404
+project-member-add            POST  login 404   403   403   403   403   302   302   404   404
+project-member-remove         POST  login 404   403   403   403   403   302   302   404   404
+project-batch-attach          POST  login 404   403   403   403   403   302   302   404   404
+project-settings              POST  login 404   403   403   403   403   302   302   404   404
+project-llm                   GET   login 404   403   403   403   403   200   200   404   404
+project-llm-config            POST  login 404   403   403   403   403   422   422   404   404
+project-llm-key               POST  login 404   403   403   403   403   422   422   404   404
+project-llm-prompt            POST  login 404   403   403   403   403   422   422   404   404
+project-llm-start             POST  login 404   403   403   403   403   422   422   404   404
+project-llm-run               GET   login 404   403   403   403   403   200   200   404   404
+project-llm-run-stop          POST  login 404   403   403   403   403   422   422   404   404
+project-llm-run-resume        POST  login 404   403   403   403   403   422   422   404   404
+project-llm-agreement         GET   login 404   403   403   403   403   200   403   404   404
+agreement                     GET   login 404   403   403   200   200   200   403   404   404
+agreement-refresh             POST  login 404   403   403   302   302   302   403   404   404
+agreement-report              GET   login 404   403   403   200   200   200   403   404   404
+agreement-json                GET   login 404   403   403   200   200   200   403   404   404
+agreement-csv                 GET   login 404   403   403   200   200   200   403   404   404
+adjudication                  GET   login 404   403   403   200   403   200   200   404   404
+adjudication-next             POST  login 404   403   403   302   403   302   302   404   404
+adjudication-history          GET   login 404   403   403   200   403   200   200   404   404
+adjudication-item             GET   login 404   403   403   200   403   200   200   404   404
+adjudication-steps            GET   login 404   403   403   200   403   200   200   404   404
+adjudication-claim            POST  login 404   403   403   302   403   302   302   404   404
+adjudication-release          POST  login 404   403   403   302   403   302   302   404   404
+adjudication-reopen           POST  login 404   403   403   302   403   302   302   404   404
+api-schema                    GET   401   200   200   200   200   200   200   200   200   200
+api-docs                      GET   login 200   200   200   200   200   200   200   200   200
+api-token                     POST  400   400   400   400   400   400   400   400   400   400
+api-import-start              POST  401   404   403   403   403   403   400   400   404   404
+api-import-status             GET   401   404   403   403   403   403   200   200   404   404
+api-export-start              POST  401   404   403   403   403   403   202   403   404   404
+api-export-status             GET   401   404   403   403   403   403   200   403   404   404
+api-signatures                GET   401   404   403   403   200   200   200   403   404   404
+api-project-traces            GET   401   404   200   200   200   200   200   200   404   404
+api-trace                     GET   401   404   200   200   200   200   200   200   404   404
+api-trace-steps               GET   401   404   200   200   200   200   200   200   404   404
+api-trace-search              GET   401   404   200   200   200   200   200   200   404   404
+api-trace-annotations         GET   401   404   403   403   200   403   200   403   404   404
+api-my-assignments            GET   401   404   200   200   200   200   200   200   404   404
+api-claim-next                POST  401   404   200   204   403   403   403   200   404   404
+api-my-annotation             GET   401   404   200   404   403   403   403   404   404   404
+api-submit                    POST  401   404   400   404   403   403   403   404   404   404
+api-skip                      POST  401   404   400   404   403   403   403   404   404   404
+api-llm-runs                  GET   401   404   403   403   403   403   200   200   404   404
+api-llm-run                   GET   401   404   403   403   403   403   200   200   404   404
+api-llm-run-resume            POST  401   404   403   403   403   403   409   409   404   404
+api-llm-agreement             GET   401   404   403   403   403   403   200   403   404   404
+api-llm-labels                GET   401   404   200   404   403   403   403   404   404   404
+api-agreement                 GET   401   404   403   403   200   200   200   403   404   404
+api-adjudication              GET   401   404   403   403   200   403   200   200   404   404
+api-adjudication-claim        POST  401   404   403   403   200   403   200   200   404   404
+api-adjudication-item         GET   401   404   403   403   200   403   200   200   404   404
+api-adjudication-decide       POST  401   404   403   403   400   403   400   400   404   404
+api-adjudication-reopen       POST  401   404   403   403   400   403   400   400   404   404
+api-project-list              GET   401   200   200   200   200   200   200   200   200   200
+api-project-list.fmt          GET   401   200   200   200   200   200   200   200   200   200
+api-project-detail            GET   401   404   200   200   200   200   200   200   404   404
+api-project-detail.fmt        GET   401   404   200   200   200   200   200   200   404   404
+api-taxonomy-list             GET   401   200   200   200   200   200   200   200   200   200
+api-taxonomy-list.fmt         GET   401   200   200   200   200   200   200   200   200   200
+api-taxonomy-detail           GET   401   200   200   200   200   200   200   200   200   200
+api-taxonomy-detail.fmt       GET   401   200   200   200   200   200   200   200   200   200
+api-rounds                    GET   401   404   403   403   200   200   200   403   404   404
+api-rounds-close              POST  401   404   403   403   403   403   400   400   404   404
+mentions                      GET   login 200   200   200   200   200   200   200   200   200
+proposals                     GET   login 404   200   200   200   403   200   200   404   404
+proposals-settle              POST  login 404   403   403   403   403   302   302   404   404
+round-discussion              GET   login 404   200   200   200   403   200   200   404   404
+rounds                        GET   login 404   403   403   200   200   200   403   404   404
+rounds-close                  POST  login 404   403   403   403   403   302   302   404   404
+rounds-open                   POST  login 404   403   403   403   403   400   400   404   404
+thread-decide                 POST  login 404   403   403   302   403   302   403   404   404
+trace-discussion              GET   login 404   403   200   200   403   200   403   404   404
+trace-proposals               GET   login 404   200   200   200   403   200   200   404   404
+api-root                      GET   401   200   200   200   200   200   200   200   200   200
+api-root.fmt                  GET   401   200   200   200   200   200   200   200   200   200
+"""
+
+
+def _table() -> dict[str, tuple[str, dict[str, str]]]:
+    rows = {}
+    for line in ROUTES.strip().splitlines():
+        if line.startswith("#"):
+            continue
+        name, method, *cells = line.split()
+        assert len(cells) == len(PERSONAS), f"row {name!r} needs one cell per persona"
+        rows[name] = (method, dict(zip(PERSONAS, cells, strict=True)))
+    return rows
+
+
+TABLE = _table()
+
+
+def routes() -> dict[str, tuple[str, frozenset[str]]]:
+    """Every URL pattern of the site by table key (its name, plus ".fmt" for DRF's format-suffix twins):
+    (URL name, the names of its arguments). Django's admin (its own code, staff only) is one key, checked
+    at its index."""
+    found: dict[str, tuple[str, frozenset[str]]] = {}
+
+    def walk(patterns, prefix: str, groups: frozenset[str]) -> None:
+        for pattern in patterns:
+            route = prefix + str(pattern.pattern)
+            here = groups | set(pattern.pattern.regex.groupindex)
+            if isinstance(pattern, URLResolver):
+                walk(pattern.url_patterns, route, here)
+                continue
+            if route.startswith("admin/"):
+                found.setdefault("admin/*", ("", frozenset()))
+                continue
+            assert pattern.name, f"the route {route!r} has no name: name it and give it a row"
+            key = pattern.name + (".fmt" if "format" in here else "")
+            assert key not in found, f"two routes share the table key {key!r}"
+            found[key] = (pattern.name, here)
+
+    walk(get_resolver().url_patterns, "", frozenset())
+    return found
+
+
+def test_every_route_has_a_row():
+    missing = sorted(set(routes()) - set(TABLE))
+    stale = sorted(set(TABLE) - set(routes()))
+    assert not missing, f"routes without a row in tests/test_route_matrix.py ROUTES: {missing}"
+    assert not stale, f"rows for routes that no longer exist: {stale}"
+
+
+# The world ---------------------------------------------------------------------------------------------------
+
+
+def _mark(annotation, text: str) -> None:
+    annotation.note = f"{text}-note"
+    annotation.save(update_fields=["note"])
+    annotation.labels.update(note=f"{text}-label")
+
+
+@pytest.fixture
+def world(project, owner, annotator_a, annotator_b, adjudicator, outsider):
+    viewer = UserFactory(username="vera-viewer")
+    add_member(project, viewer, "viewer")
+    owner_annotator = UserFactory(username="otto-owner-annotator")
+    add_member(project, owner_annotator, "owner")
+    other_owner = UserFactory(username="oona-other-owner")
+    add_member(ProjectFactory(taxonomy_version=project.taxonomy_version, slug="other"), other_owner, "owner")
+    staff = UserFactory(username="stan-staff", is_staff=True)
+
+    batch = BatchFactory(name="run-1")
+    project.batches.add(batch)
+    t1, t2 = trace_with_steps(5, batch=batch), trace_with_steps(5, batch=batch)
+    t1.answer_key = {"mistake_reason": f"{MARK_T1}-key"}
+    t1.save()
+    do_assign(project)  # A and B on both traces (overlap 2)
+    add_member(project, owner_annotator, "annotator")
+    Assignment.objects.create(project=project, trace=t1, annotator=owner_annotator)
+
+    slot_a = Assignment.objects.get(project=project, trace=t1, annotator=annotator_a)
+    do_save_draft(slot_a, AnnotationPayload(note="my own draft"), actor=annotator_a, base_version=0)
+    _mark(submit(project, t1, annotator_b, {"FM-1.1": [1]}), MARK_T1)
+    rater = llm_rater(project, "fake-model")
+    _mark(submit(project, t1, rater, {"FM-3.1": [2]}), f"{MARK_T1}-llm")
+    submit(project, t2, annotator_a, {"FM-1.1": [1]})
+    _mark(submit(project, t2, annotator_b, {"FM-2.1": [2]}), MARK_T2)
+    item = do_check_trace(project.pk, t2.pk)
+    assert item.status == AdjudicationItem.Status.OPEN
+
+    report = do_request_report(project, {})
+    job = ImportJob.objects.create(
+        batch_name="upload", options={"project": project.slug}, created_by=owner, status="succeeded"
+    )
+    export = Export.objects.create(project=project, created_by=owner, status="succeeded")
+    run = LLMRun.objects.create(
+        project=project,
+        batch=batch,
+        prompt=current_prompt(project),
+        rater=rater,
+        model="fake-model",
+        created_by=owner,
+        status="succeeded",
+    )
+    # A failed LLM answer shows its raw output (the model's labels) on the run's page.
+    LLMTraceResult.objects.create(
+        run=run, trace=t1, status="failed", raw_output=f"{MARK_T1}-llm-raw", error="unparseable"
+    )
+    # A closed calibration round on T2 (its disagreements open threads), and B's comment and proposal on T1.
+    round_ = do_open_round(
+        project,
+        name="Round 1",
+        annotators=[annotator_a.username, annotator_b.username],
+        choice=TraceChoice(ids=(t2.pk,)),
+    )
+    do_close_round(round_)
+    thread = Thread.objects.create(project=project, trace=t1)
+    Comment.objects.create(thread=thread, author=annotator_b, body=f"{MARK_T1}-comment")
+    ModeProposal.objects.create(project=project, trace=t1, author=annotator_b, text=f"{MARK_T1}-proposal")
+    membership = project.memberships.get(user=annotator_b, role="annotator")
+    kwargs = {
+        "slug": project.slug,
+        "trace_id": t1.pk,
+        "index": 0,
+        "assignment_id": slot_a.pk,
+        "item_id": item.pk,
+        "report_id": report.pk,
+        "job_id": job.pk,
+        "export_id": export.pk,
+        "run_id": run.pk,
+        "membership_id": membership.pk,
+        "round_id": round_.pk,
+        "thread_id": thread.pk,
+        "figure": "prevalence",
+        "format": "json",
+    }
+    users = {
+        "anon": None,
+        "out": outsider,
+        "A": annotator_a,
+        "B": annotator_b,
+        "adj": adjudicator,
+        "view": viewer,
+        "own": owner,
+        "OA": owner_annotator,
+        "oth": other_owner,
+        "staff": staff,
+    }
+    return users, kwargs
+
+
+def _url(key: str, name: str, groups: frozenset[str], kwargs: dict) -> str:
+    if key == "admin/*":
+        return "/admin/"
+    wanted = {group: kwargs[group] for group in groups}
+    if name in ("api-taxonomy-detail", "taxonomy-detail"):
+        wanted["slug"] = "mast"
+    return reverse(name, kwargs=wanted)
+
+
+def _outcome(response) -> str:
+    if response.status_code in (301, 302) and "/accounts/login/" in response.get("Location", ""):
+        return "login"
+    return str(response.status_code)
+
+
+def _body(response) -> str:
+    if getattr(response, "streaming", False):
+        return b"".join(response.streaming_content).decode(errors="replace")
+    return response.content.decode(errors="replace")
+
+
+def _request(client: Client, method: str, url: str):
+    """One request, in a savepoint rolled back afterwards (a POST changes nothing for the next one)."""
+    with transaction.atomic():
+        response = client.generic(method, url)
+        body = _body(response)
+        transaction.set_rollback(True)
+    return response, body
+
+
+def _client(user) -> Client:
+    client = Client()
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+def test_every_route_answers_every_persona_as_the_table_says(world, caplog):
+    caplog.set_level(logging.CRITICAL, logger="django.request")  # 900 expected 403/404 warnings
+    users, kwargs = world
+    clients = {persona: _client(user) for persona, user in users.items()}
+    mismatches: list[str] = []
+    leaks: list[str] = []
+    owner_saw_t1 = False
+    observed_rows: list[str] = []
+    for key, (name, groups) in sorted(routes().items()):
+        method, expected = TABLE.get(key, ("GET", dict.fromkeys(PERSONAS, "no row")))
+        url = _url(key, name, groups, kwargs)
+        observed = {}
+        for persona in PERSONAS:
+            response, body = _request(clients[persona], method, url)
+            if key == "logout":  # the session is gone: sign in again for the next routes
+                clients[persona] = _client(users[persona])
+            observed[persona] = _outcome(response)
+            if observed[persona] != expected[persona]:
+                mismatches.append(
+                    f"{method} {url} as {persona}: {observed[persona]}, table says {expected[persona]}"
+                )
+            if persona in ("A", "view") and re.search(f"{MARK_T1}|{MARK_T2}", body):
+                leaks.append(f"{method} {url} showed {persona} another rater's labels or the answer key")
+            if persona == "OA" and MARK_T1 in body:
+                leaks.append(f"{method} {url} showed an owner still annotating T1 the labels of T1")
+            owner_saw_t1 |= persona == "own" and MARK_T1 in body
+        observed_rows.append(f"{key:<30}{method:<6}" + " ".join(f"{observed[p]:<4}" for p in PERSONAS))
+    assert not leaks, "\n".join(leaks)
+    assert owner_saw_t1, "the planted marks never reached the owner: the blind check would prove nothing"
+    assert not mismatches, "\n".join(mismatches) + "\n\nobserved:\n" + "\n".join(observed_rows)
