@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.http import HttpResponse, JsonResponse
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
@@ -87,3 +89,15 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     # A plain dict: the schema view renders errors as YAML, which knows no ReturnDict.
     response.data = dict(ErrorSerializer(body).data)
     return response
+
+
+def lockout_response(request, original_response=None, credentials=None) -> HttpResponse:
+    """django-axes' answer to a locked-out sign-in: the API's error shape under /api/ (the token endpoint
+    documents its 429), axes' own plain message on the login page."""
+    from axes.helpers import get_lockout_message
+
+    status = settings.AXES_HTTP_RESPONSE_CODE
+    if request.path.startswith("/api/"):
+        body = ErrorSerializer({"detail": get_lockout_message()}).data
+        return JsonResponse(dict(body), status=status)
+    return HttpResponse(get_lockout_message(), status=status)
