@@ -5,6 +5,8 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# A worker child above this resident memory (KB) is replaced after its task (2 GB).
+WORKER_MAX_MEMORY_KB ?= 2097152
 
 .PHONY: run test install install-test lint format bench worker migrate demo clean
 
@@ -36,7 +38,7 @@ migrate: install
 	$(PY) manage.py load_taxonomies
 
 demo: migrate
-	$(PY) manage.py seed_demo
+	HOST=$(HOST) PORT=$(PORT) $(PY) manage.py seed_demo
 
 run: demo
 	$(PY) manage.py runserver $(HOST):$(PORT)
@@ -50,8 +52,10 @@ lint: install-test
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# A Celery worker with the beat scheduler embedded (-B: the periodic job reconciliation, see
+# docs/jobs.md). Run one beat per installation: further workers use `celery -A annotator.celery worker`.
 worker: install
-	$(VENV)/bin/celery -A annotator worker --loglevel INFO
+	$(VENV)/bin/celery -A annotator.celery worker -B --loglevel INFO --max-memory-per-child $(WORKER_MAX_MEMORY_KB)
 
 bench: install-test
 	$(PY) bench/run_all.py

@@ -1,5 +1,6 @@
-"""Project package: settings, URLs, the Celery app, and the annotation workflow."""
+"""Project package: settings, URLs and the annotation workflow.
 
-from annotator.celery import app as celery_app
-
-__all__ = ["celery_app"]
+Deliberately empty: the pure parts (`annotator.agreement`, `annotator.signatures`, `annotator.llm.parse`
+and `prompt`, `annotator.assignment_strategy`) must import without Django or Celery. The Celery app
+lives in `annotator.celery` (`celery -A annotator.celery worker`) and is loaded by `AnnotatorConfig.ready`.
+"""

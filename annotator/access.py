@@ -35,7 +35,7 @@ from annotator.models import (
     Project,
     Role,
 )
-from traces.models import Batch, Trace
+from traces.models import Batch, Trace, in_project_q
 
 MANAGE_ROLES = frozenset({Role.OWNER})
 REVIEW_ROLES = frozenset({Role.OWNER, Role.ADJUDICATOR})
@@ -166,7 +166,7 @@ class ProjectAccess:
         for annotators only the traces assigned to them. Loaded without the raw original record."""
         from traces.viewer import trace_queryset
 
-        traces = trace_queryset().filter(batch__projects=self.project)
+        traces = trace_queryset().filter(in_project_q(self.project))
         if not self.holds(ALL_TRACES_ROLES):
             traces = traces.filter(assignments__project=self.project, assignments__annotator=self.user)
         return traces
@@ -182,7 +182,7 @@ class ProjectAccess:
         adjudicators every trace of the project except those they are blind on."""
         if not self.is_reviewer:
             return Trace.objects.none()
-        return Trace.objects.filter(batch__projects=self.project).exclude(pk__in=self.blind_trace_ids())
+        return Trace.objects.in_project(self.project).exclude(pk__in=self.blind_trace_ids())
 
     def assignments(self) -> QuerySet[Assignment]:
         """My own assignments in the project (everyone's progress is counted elsewhere, not listed)."""

@@ -8,10 +8,12 @@ from annotator.models import (
     Assignment,
     Export,
     GoldLabel,
+    ImportJob,
     LabelApplication,
     LabelHistory,
     Membership,
     Project,
+    Rater,
 )
 
 
@@ -88,3 +90,16 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False
+
+
+@admin.register(Rater)
+class RaterAdmin(admin.ModelAdmin):
+    list_display = ["user", "kind", "source", "name", "created_at"]
+    list_filter = ["kind"]
+    search_fields = ["user__username", "source", "name"]
+
+
+@admin.register(ImportJob)
+class ImportJobAdmin(admin.ModelAdmin):
+    list_display = ["pk", "project", "batch_name", "status", "records_done", "created_by", "created_at"]
+    list_filter = ["status"]

@@ -13,7 +13,7 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
-@app.task(name="annotator.ping")
+@app.task(name="annotator.ping", ignore_result=False)
 def ping(value: str) -> str:
     """Round trip used by the health check and the worker integration test."""
     return f"pong:{value}"

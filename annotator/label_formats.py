@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from traces.importers import limits
 from traces.importers.records import AnnotationRecord, LabelRecord, TraceFormatError
 
 _KEYS = {"trace", "annotator", "labels", "ambiguous", "no_failure", "note", "confidence"}
@@ -32,11 +33,20 @@ class LabelLine:
 
 
 def parse_annotations_jsonl(stream: BinaryIO, filename: str) -> Iterator[LabelLine]:
-    for line_no, raw in enumerate(stream, start=1):
+    cap = limits.current().max_record_bytes  # the same bounds as trace files: line size and depth
+    line_no = 0
+    while raw := stream.readline(cap + 1):
+        line_no += 1
+        if len(raw) > cap and not raw.endswith(b"\n"):
+            raise TraceFormatError(
+                str(limits.record_too_large(0, limits.current())), file=filename, line=line_no
+            )
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = limits.json_loads(raw)
+        except limits.LimitExceeded as error:
+            raise TraceFormatError(str(error), file=filename, line=line_no) from None
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
             raise TraceFormatError(f"not valid JSON ({error})", file=filename, line=line_no) from None
         yield _line(obj, filename, line_no)

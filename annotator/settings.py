@@ -65,6 +65,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Before anything reads the body: refuses oversized uploads unread and NUL bytes in any input.
+    "annotator.middleware.InputGuardMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -74,6 +76,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    # DEBUG's URL list is for developers: users of the demo get our 404 page (annotator/views/errors.py).
+    "annotator.views.errors.OwnNotFoundPageMiddleware",
     # Last, as django-axes asks: it turns a locked-out sign-in into its lockout response.
     "axes.middleware.AxesMiddleware",
 ]
@@ -140,10 +144,30 @@ UPLOAD_DIR = VAR_DIR / "uploads"
 EXPORT_DIR = VAR_DIR / "exports"
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# Import limits (see .env.example): one request's files, and what every parser accepts per record.
+IMPORT_MAX_UPLOAD_MB = envint("IMPORT_MAX_UPLOAD_MB", 512)
+IMPORT_MAX_DEPTH = envint("IMPORT_MAX_DEPTH", 100)
+IMPORT_MAX_VALUE_MB = envint("IMPORT_MAX_VALUE_MB", 32)
+IMPORT_MAX_RECORD_MB = envint("IMPORT_MAX_RECORD_MB", 64)
+IMPORT_MAX_ARCHIVE_MB = envint("IMPORT_MAX_ARCHIVE_MB", 2048)
+IMPORT_MAX_ZIP_RATIO = envint("IMPORT_MAX_ZIP_RATIO", 200)
 
 REDIS_URL = envstr("REDIS_URL")
+# The cache is an accelerator, never a dependency: with Redis down every call answers "no cache" within
+# CACHE_TIMEOUT_SECONDS and the cache stays bypassed for a few seconds (annotator/cache.py), so pages and
+# submits keep working.
+CACHE_TIMEOUT_SECONDS = float(envstr("CACHE_TIMEOUT_SECONDS", "0.5"))
 CACHES = (
-    {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    {
+        "default": {
+            "BACKEND": "annotator.cache.ResilientRedisCache",
+            "LOCATION": envstr("CACHE_URL", REDIS_URL),
+            "OPTIONS": {
+                "socket_connect_timeout": CACHE_TIMEOUT_SECONDS,
+                "socket_timeout": CACHE_TIMEOUT_SECONDS,
+            },
+        }
+    }
     if REDIS_URL
     else {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 )
@@ -165,10 +189,38 @@ CELERY_TASK_ROUTES = {
     "annotator.adjudication.*": {"queue": envstr("CELERY_AGREEMENT_QUEUE", CELERY_TASK_DEFAULT_QUEUE)},
     "annotator.exports.*": {"queue": envstr("CELERY_EXPORT_QUEUE", CELERY_TASK_DEFAULT_QUEUE)},
     "annotator.llm.*": {"queue": envstr("CELERY_LLM_QUEUE", CELERY_TASK_DEFAULT_QUEUE)},
+    "annotator.jobs.*": {"queue": envstr("CELERY_AGREEMENT_QUEUE", CELERY_TASK_DEFAULT_QUEUE)},
 }
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# Services never wait on a task's result (jobs report through their rows): no result round trip per task.
+CELERY_TASK_IGNORE_RESULT = True
+# A broker that is down must fail a request fast (the job is then marked failed with a reason, see
+# annotator/services/enqueue.py), not hold it for tens of seconds of connection retries.
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2, "socket_timeout": 5}
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 2
+CELERY_REDIS_SOCKET_TIMEOUT = 5
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.5,
+}
+# Nothing stuck, nothing lost (annotator/services/jobs.py): a running job beats every
+# JOB_HEARTBEAT_SECONDS; one silent for JOB_HEARTBEAT_TIMEOUT lost its worker and is resumed (up to
+# JOB_MAX_ATTEMPTS claims) or failed; one queued for JOB_RESEND_AFTER is sent again. Celery beat runs the
+# reconciliation every JOB_RECONCILE_SECONDS (`celery -A annotator.celery beat`, or a worker with -B).
+JOB_HEARTBEAT_SECONDS = envint("JOB_HEARTBEAT_SECONDS", 10)
+JOB_HEARTBEAT_TIMEOUT = envint("JOB_HEARTBEAT_TIMEOUT", 120)
+JOB_RESEND_AFTER = envint("JOB_RESEND_AFTER", 120)
+JOB_MAX_ATTEMPTS = envint("JOB_MAX_ATTEMPTS", 3)
+JOB_RECONCILE_SECONDS = envint("JOB_RECONCILE_SECONDS", 60)
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULE = {
+    "reconcile-jobs": {"task": "annotator.jobs.reconcile", "schedule": float(JOB_RECONCILE_SECONDS)},
+}
 
 # Agreement reports (see annotator/services/reports.py for the debounce): bootstrap resamples per mode
 # (and per rater pair), how long a burst of submits is collected before one recompute, and up to how many
@@ -249,7 +301,7 @@ SPECTACULAR_SETTINGS = {
         "AssignmentStatusEnum": "annotator.models.projects.Assignment.Status",
         "AnnotationStatusEnum": "annotator.models.annotations.Annotation.Status",
         "TraceOutcomeEnum": "traces.models.Outcome",
-        "JobStatusEnum": "annotator.models.reports.JobStatus",  # ImportJob.Status has the same choices
+        "JobStatusEnum": "annotator.models.jobs.JobStatus",  # the one status enum of every job model
     },
     # Swagger UI served from our own static files (no CDN).
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -261,6 +313,7 @@ SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if envbool("BEHIND
 SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", False)
 SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", not DEBUG)
 CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", not DEBUG)
+CSRF_FAILURE_VIEW = "annotator.views.errors.csrf_failure"  # our 403 page, in plain words
 SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
 SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0

@@ -185,3 +185,8 @@ urlpatterns = [
     path("api/", include("annotator.api.urls")),
     path("admin/", admin.site.urls),
 ]
+
+# Our own error pages (annotator/views/errors.py): the reason in plain words, navigation, no server paths.
+handler403 = "annotator.views.errors.forbidden"
+handler404 = "annotator.views.errors.not_found"
+handler500 = "annotator.views.errors.server_error"

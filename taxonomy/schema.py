@@ -373,8 +373,12 @@ def _decode(text: str, *, as_json: bool, source: str) -> Any:
         except json.JSONDecodeError as exc:
             where = f"line {exc.lineno}, column {exc.colno}"
             raise TaxonomyFileError(where, f"invalid JSON: {exc.msg}", source=source) from exc
+        except RecursionError:
+            raise TaxonomyFileError("", "nested too deeply to be a taxonomy", source=source) from None
     try:
         return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
+    except RecursionError:
+        raise TaxonomyFileError("", "nested too deeply to be a taxonomy", source=source) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""

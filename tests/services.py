@@ -44,7 +44,10 @@ def require_worker() -> None:
 def datasets_dir():
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+    # DATASETS_DIR: for a checkout that is not beside ../shared (e.g. a git worktree elsewhere).
+    path = Path(
+        os.environ.get("DATASETS_DIR") or Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+    )
     if not path.is_dir():
         missing("../shared/datasets", "Real-trace tests read the public datasets from ../shared/datasets/.")
     return path

@@ -186,7 +186,7 @@ def test_an_attribution_in_the_labels_jsonl_is_stored_and_checked(decisive, tmp_
         "labels.jsonl, line 1: the attribution names 'FileSurfer', but step 4 was spoken by 'WebSurfer'"
         in out.getvalue()
     )
-    stored = LabelApplication.objects.get(annotation__assignment__annotator__username="team")
+    stored = LabelApplication.objects.get(annotation__assignment__annotator__username="labels/team")
     assert stored.attribution == attribution
     labels.write_text(
         json.dumps({"trace": "x", "annotator": "t", "labels": [{"mode": "DE-1", "attribution": {"who": 1}}]})
@@ -199,8 +199,8 @@ def test_an_attribution_in_the_labels_jsonl_is_stored_and_checked(decisive, tmp_
 def test_the_upload_page_lists_the_contradiction(client, decisive, owner, django_capture_on_commit_callbacks):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
+    from annotator.models import ImportJob
     from tests.factories import add_member
-    from traces.models import ImportJob
 
     add_member(decisive, owner, "owner")
     client.force_login(owner)

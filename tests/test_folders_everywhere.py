@@ -49,7 +49,7 @@ def test_import_annotations_takes_a_folder(project, tmp_path):
     output = run("import_annotations", str(sheets), "--project", project.slug)
     assert "2 annotations with 2 labels imported" in output
     sheets_labels = LabelApplication.objects.filter(
-        annotation__assignment__annotator__username__startswith="sheet"
+        annotation__assignment__annotator__username__contains="/sheet-"
     )
     assert sorted(sheets_labels.values_list("mode__code", flat=True)) == ["FM-1.3", "FM-3.3"]
 

@@ -13,10 +13,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from annotator.models import ImportJob
 from traces.importers import iter_records
 from traces.importers.records import TraceFormatError
 from traces.importers.synthetic import native_lines, synthetic_traces
-from traces.models import Batch, ImportJob, Trace
+from traces.models import Batch, Trace
 
 WHO_AND_WHEN = {
     "history": [{"content": "Find the answer.", "role": "human"}, {"content": "On it.", "role": "WebSurfer"}],
@@ -112,7 +113,7 @@ def test_the_upload_page_reports_a_wrong_format_per_file(
     assert job.status == "failed"
     errors = {e["file"]: e["error"] for e in job.errors}
     assert "expected tau2_bench" in errors["22.json"] and "who_and_when" in errors["22.json"]
-    assert errors["empty.jsonl"].endswith("the file is empty")
+    assert errors["empty.jsonl"].endswith("the file is empty: there are no traces in it")
     assert all("/" not in e.split(":")[0] for e in errors.values())  # the display name, never a server path
 
 

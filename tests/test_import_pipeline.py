@@ -111,7 +111,7 @@ def test_labels_inside_native_files_become_annotations_of_the_project(project, t
     assert "2 annotations imported" in output
     label = LabelApplication.objects.get()
     assert label.mode.code == "FM-1.3" and label.evidence_steps == [1]
-    assert label.annotation.assignment.annotator.username == "earlier-rater"
+    assert label.annotation.assignment.annotator.username == "labelled/earlier-rater"  # namespaced by file
     assert not label.annotation.assignment.annotator.is_active
     assert Annotation.objects.filter(no_failure=True).count() == 1
 

@@ -57,7 +57,7 @@ def test_who_and_when_attribution_becomes_an_annotation_pinned_on_the_mistake_st
         # The attribution is the answer key: kept apart from the metadata annotators see.
         assert label.evidence_steps == [int(trace.answer_key["mistake_step"])]
         assert "mistake_step" not in trace.metadata
-        assert label.annotation.assignment.annotator.username == "who_and_when"
+        assert label.annotation.assignment.annotator.username == "who_and_when/who_and_when"
 
 
 def test_mast_human_labels_import_with_old_mode_names_mapped(mast):
@@ -67,9 +67,9 @@ def test_mast_human_labels_import_with_old_mode_names_mapped(mast):
     assert Trace.objects.count() == 19 and Step.objects.count() == 1389
     assert Annotation.objects.count() == 57
     assert set(Annotation.objects.values_list("assignment__annotator__username", flat=True)) == {
-        "annotator_1",
-        "annotator_2",
-        "annotator_3",
+        "MAD_human_labelled_dataset/annotator_1",
+        "MAD_human_labelled_dataset/annotator_2",
+        "MAD_human_labelled_dataset/annotator_3",
     }
     codes = set(LabelApplication.objects.values_list("mode__code", flat=True))
     assert codes <= {mode.code for mode in mast.modes.all()} and len(codes) >= 10
@@ -86,3 +86,58 @@ def test_importing_the_same_real_files_twice_adds_nothing(db):
     output = import_traces(*files, "--batch", "tau")
     assert Trace.objects.count() == 27
     assert "Nothing new" in output
+
+
+SIX_FORMATS = ("tau_bench", "tau2_bench", "swe_agent", "openhands", "inspect_ai", "who_and_when")
+
+
+def test_all_six_real_formats_in_one_batch_then_a_project_count_the_same_traces_everywhere(
+    taxonomies, tmp_path
+):
+    """Issue 12: one batch of every format (its format list outgrew a 40-character field), then a project
+    import that finds every trace already there: its batch joins the project, and the agreement report, the
+    signatures, the LLM selection and the dataset export all count the same traces."""
+    from annotator.services.exports.options import ExportOptions
+    from annotator.services.exports.rows import selected_traces
+    from annotator.services.report_data import load_report_input
+    from annotator.services.signature_report import build_report
+    from annotator.services.signatures import parse_signature_query
+
+    folders = [str(datasets_dir() / name) for name in SIX_FORMATS]
+    import_traces(*folders, "--batch", "all")
+    batch = Batch.objects.get(name="all")
+    formats = batch.format.split(",")
+    assert {"tau2_bench", "swe_agent", "inspect_ai", "who_and_when"} <= set(formats) and len(formats) >= 5
+    assert len(batch.format) > 40  # a DataError on PostgreSQL with the old 40-character field
+    project = ProjectFactory(taxonomy_version=resolve_version("decisive-error"))
+    output = import_traces(*folders, "--batch", "all-again", "--project", project.slug)
+    assert "Nothing new" in output and "Batches added to" in output
+    assert not Batch.objects.filter(name="all-again").exists()
+
+    in_project = set(Trace.objects.in_project(project).values_list("pk", flat=True))
+    assert len(in_project) == Trace.objects.count() == 27 + 40 + 5 + 2 + 1 + 40
+    labelled = set(Annotation.objects.values_list("assignment__trace_id", flat=True))
+    assert len(labelled) == 40 and labelled <= in_project
+
+    ratings = load_report_input(project, {}).data.ratings
+    signatures = build_report(project, parse_signature_query({"source": "union"})).signatures
+    exported = set(selected_traces(project, ExportOptions()).values_list("pk", flat=True))
+    assert ratings.shape[0] == signatures.n_traces == len(labelled) == 40
+    assert exported == in_project
+    out = tmp_path / "dataset"
+    written = StringIO()
+    call_command("export_dataset", project.slug, "--out", str(out), "--license", "cc0-1.0", stdout=written)
+    assert f"traces {len(in_project)} rows, annotations 40 rows" in written.getvalue()
+    # Re-importing the published folder into the same database adds no trace (content, not container).
+    again = import_traces(str(out), "--batch", "published", "--project", project.slug)
+    assert Trace.objects.count() == len(in_project) and "Nothing new" in again
+
+
+@pytest.mark.parametrize("folder", ["tau_bench", "tau2_bench", "swe_agent", "openhands", "inspect_ai"])
+def test_export_traces_of_a_real_dataset_imports_back_as_the_same_traces(db, folder, tmp_path):
+    import_traces(str(datasets_dir() / folder), "--batch", folder)
+    count = Trace.objects.count()
+    out = tmp_path / "export.jsonl"
+    call_command("export_traces", "--batch", folder, "--out", str(out), stdout=StringIO(), stderr=StringIO())
+    output = import_traces(str(out), "--batch", f"{folder}-again")
+    assert Trace.objects.count() == count and f"{count} duplicates skipped" in output

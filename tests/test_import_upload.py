@@ -7,9 +7,10 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from annotator.models import ImportJob
 from tests.factories import api_token
 from traces.importers.synthetic import native_lines, synthetic_traces
-from traces.models import ImportJob, Trace
+from traces.models import Trace
 
 
 @pytest.fixture
@@ -129,3 +130,29 @@ def test_the_api_refuses_outsiders_and_explains_bad_requests(client, project, ow
         f"/api/projects/{project.slug}/imports/", {"batch": "x"}, HTTP_AUTHORIZATION=f"Token {token}"
     )
     assert response.status_code == 400 and "file" in json.dumps(response.json())
+
+
+def test_an_upload_sees_only_the_uploaders_batches(client, project, owner, mast, run_on_commit):
+    """Issue 11, point 3: another project's owner uploads the same file under the same batch name: they get
+    their own batch and traces, and the summary does not say the content exists elsewhere."""
+    from tests.factories import ProjectFactory, UserFactory, add_member
+
+    client.force_login(owner)
+    with run_on_commit():
+        client.post(
+            f"/p/{project.slug}/import/",
+            {"batch": "run-1", "files": [native_upload()]},
+            HTTP_HX_REQUEST="true",
+        )
+    olga = UserFactory(username="olga")
+    other = ProjectFactory(taxonomy_version=mast, slug="other")
+    add_member(other, olga, "owner")
+    client.force_login(olga)
+    with run_on_commit():
+        client.post(
+            f"/p/{other.slug}/import/", {"batch": "run-1", "files": [native_upload()]}, HTTP_HX_REQUEST="true"
+        )
+    job = ImportJob.objects.filter(created_by=olga).get()
+    assert job.status == "succeeded" and (job.summary["traces"], job.summary["duplicates"]) == (3, 0)
+    assert Trace.objects.count() == 6
+    assert project.batches.get().traces.count() == other.batches.get().traces.count() == 3

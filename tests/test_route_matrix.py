@@ -29,6 +29,7 @@ import logging
 import re
 
 import pytest
+from django.core.cache import cache
 from django.db import transaction
 from django.test import Client
 from django.urls import URLResolver, get_resolver, reverse
@@ -38,6 +39,7 @@ from annotator.models import (
     Assignment,
     Comment,
     Export,
+    ImportJob,
     LLMRun,
     LLMTraceResult,
     ModeProposal,
@@ -52,7 +54,6 @@ from annotator.services.reports import do_request_report
 from annotator.services.rounds import TraceChoice, do_close_round, do_open_round
 from tests.factories import BatchFactory, ProjectFactory, UserFactory, add_member, trace_with_steps
 from tests.labels import submit
-from traces.models import ImportJob
 
 PERSONAS = ("anon", "out", "A", "B", "adj", "view", "own", "OA", "oth", "staff")
 
@@ -255,9 +256,7 @@ def world(project, owner, annotator_a, annotator_b, adjudicator, outsider):
     assert item.status == AdjudicationItem.Status.OPEN
 
     report = do_request_report(project, {})
-    job = ImportJob.objects.create(
-        batch_name="upload", options={"project": project.slug}, created_by=owner, status="succeeded"
-    )
+    job = ImportJob.objects.create(batch_name="upload", project=project, created_by=owner, status="succeeded")
     export = Export.objects.create(project=project, created_by=owner, status="succeeded")
     run = LLMRun.objects.create(
         project=project,
@@ -355,6 +354,7 @@ def _client(user) -> Client:
 
 
 def test_every_route_answers_every_persona_as_the_table_says(world, caplog):
+    cache.clear()  # rate limits (login, token creation) count per address: start from none
     caplog.set_level(logging.CRITICAL, logger="django.request")  # 900 expected 403/404 warnings
     users, kwargs = world
     clients = {persona: _client(user) for persona, user in users.items()}

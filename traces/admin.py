@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from traces.models import Batch, ImportJob, Step, Trace
+from traces.models import Batch, Step, Trace
 
 
 @admin.register(Batch)
@@ -22,9 +22,3 @@ class StepAdmin(admin.ModelAdmin):
     list_display = ["trace", "index", "agent", "kind", "tool_name"]
     list_filter = ["kind"]
     raw_id_fields = ["trace"]
-
-
-@admin.register(ImportJob)
-class ImportJobAdmin(admin.ModelAdmin):
-    list_display = ["pk", "batch_name", "status", "records_done", "created_by", "created_at"]
-    list_filter = ["status"]

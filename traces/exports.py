@@ -11,6 +11,7 @@ from traces.importers.native import dump_native
 from traces.importers.native import from_dict as native_from_dict
 from traces.importers.records import StepRecord, TraceRecord
 from traces.models import Batch, Step, Trace
+from traces.services import content_hash
 
 
 def export_native(batch: Batch, out, *, chunk_size: int = 200) -> int:
@@ -44,6 +45,14 @@ def export_native(batch: Batch, out, *, chunk_size: int = 200) -> int:
 def native_annotations(raw: dict) -> list:
     """The canonical form of the annotations in a stored native record."""
     return dump_native(native_from_dict(raw, Ctx("stored record"))).get("annotations", [])
+
+
+def stored_content_hash(trace: Trace, steps: Iterable[Step] | None = None) -> str:
+    """The content key (traces.services.content_hash) of a stored trace: the same key its import computed,
+    because the key covers exactly what the rows keep."""
+    if steps is None:
+        steps = Step.objects.filter(trace_id=trace.pk).order_by("index")
+    return content_hash(trace_to_record(trace, steps))
 
 
 def trace_to_record(trace: Trace, steps: Iterable[Step]) -> TraceRecord:

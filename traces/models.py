@@ -26,9 +26,12 @@ class StepKind(models.TextChoices):
 
 
 class Batch(models.Model):
-    name = models.CharField(max_length=200, unique=True)
+    # Not unique: a batch belongs to the projects that hold it, so two projects may each have a batch "run-1"
+    # and an import never appends to a batch its user cannot see (annotator.batches decides who sees what).
+    name = models.CharField(max_length=200)
     source = models.TextField(blank=True, help_text="Where the traces came from (file names, repo id)")
-    format = models.CharField(max_length=40, blank=True)
+    # Comma-separated formats of the batch's files: a batch may mix every format we read.
+    format = models.TextField(blank=True)
     imported_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
     )
@@ -44,10 +47,25 @@ class Batch(models.Model):
         return self.name
 
 
+class TraceQuerySet(models.QuerySet):
+    def in_project(self, project) -> TraceQuerySet:
+        """The project's traces: those of the batches the project holds. The one definition every reader
+        (agreement, adjudication, signatures, exports, LLM runs, progress) and the label store use."""
+        return self.filter(in_project_q(project))
+
+
+def in_project_q(project, trace_path: str = "") -> models.Q:
+    """Rows whose trace (reached by `trace_path`, e.g. ``"assignment__trace"``) is one of the project's."""
+    prefix = f"{trace_path}__" if trace_path else ""
+    return models.Q(**{f"{prefix}batch__projects": project})
+
+
 class Trace(models.Model):
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="traces")
     external_id = models.CharField(max_length=255)
-    content_hash = models.CharField(max_length=64, unique=True)
+    # Identity of the content whatever its container (see traces.services.content_hash). Not unique: two
+    # projects that cannot see each other's batches import the same file as their own traces.
+    content_hash = models.CharField(max_length=64, db_index=True)
     task = models.TextField(blank=True)
     system = models.CharField(max_length=120, blank=True)
     model = models.CharField(max_length=120, blank=True)
@@ -62,6 +80,8 @@ class Trace(models.Model):
     source_format = models.CharField(max_length=40, blank=True)
     step_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = TraceQuerySet.as_manager()
 
     class Meta:
         ordering = ["batch", "id"]
@@ -117,42 +137,3 @@ class Step(models.Model):
 
     def __str__(self) -> str:
         return f"step {self.index} of trace {self.trace_id}"
-
-
-class ImportJob(models.Model):
-    """One import (CLI, upload or API): its files, progress and the per-file errors users fix."""
-
-    class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        SUCCEEDED = "succeeded", "Succeeded"
-        FAILED = "failed", "Failed"
-
-    batch_name = models.CharField(max_length=200)
-    format = models.CharField(max_length=40, blank=True, help_text="Empty: detect per file")
-    files = models.JSONField(default=list, help_text="Stored paths and original names")
-    options = models.JSONField(default=dict, blank=True)
-    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
-    records_done = models.PositiveIntegerField(default=0)
-    bytes_done = models.PositiveBigIntegerField(default=0)
-    bytes_total = models.PositiveBigIntegerField(default=0)
-    errors = models.JSONField(default=list, blank=True)
-    summary = models.JSONField(default=dict, blank=True)
-    batch = models.ForeignKey(Batch, on_delete=models.SET_NULL, null=True, blank=True, related_name="jobs")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self) -> str:
-        return f"import {self.pk} into {self.batch_name} ({self.status})"
-
-    @property
-    def progress_percent(self) -> int:
-        if self.status == self.Status.SUCCEEDED:
-            return 100
-        if not self.bytes_total:
-            return 0
-        return min(99, int(100 * self.bytes_done / self.bytes_total))

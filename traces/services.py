@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,12 +16,11 @@ from pathlib import Path
 from typing import BinaryIO
 
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from traces import importers
 from traces.answer_key import answer_key_of, public_metadata
-from traces.importers.native import dump_native
 from traces.importers.records import STEP_KINDS, AnnotationRecord, TraceFormatError, TraceRecord
 from traces.models import Batch, Step, Trace
 
@@ -43,11 +43,17 @@ class FileResult:
 
 @dataclass
 class ImportResult:
+    # None when nothing was added: an import that adds no trace creates no batch.
     batch: Batch | None
     files: list[FileResult] = field(default_factory=list)
-    # (trace id, its external id, the labels that came inside the file) for the annotator layer to store.
-    annotations: list[tuple[int, str, list[AnnotationRecord]]] = field(default_factory=list)
+    # (trace id, its external id, the labels that came inside the file, the file's name) for the annotator
+    # layer to store.
+    annotations: list[tuple[int, str, list[AnnotationRecord], str]] = field(default_factory=list)
     keep_annotations: bool = True
+    # Existing batches (other than the target) holding traces this import found already imported: id -> count.
+    duplicate_batches: Counter = field(default_factory=Counter)
+    # Names of the existing batches a project import attached because they hold its duplicates.
+    attached: list[str] = field(default_factory=list)
 
     @property
     def traces(self) -> int:
@@ -75,6 +81,7 @@ class ImportResult:
             "traces": self.traces,
             "steps": self.steps,
             "duplicates": self.duplicates,
+            "batches_attached": self.attached,
             "files": [vars(f) for f in self.files],
         }
 
@@ -87,9 +94,28 @@ class ImportFailed(Exception):
         super().__init__("; ".join(result.errors))
 
 
-def content_hash(record: TraceRecord, fmt: str) -> str:
-    """Identity of a trace's content: the same record imported twice hashes the same."""
-    canonical = json.dumps([fmt, dump_native(record)], sort_keys=True, ensure_ascii=False, default=str)
+def content_hash(record: TraceRecord) -> str:
+    """Identity of a trace's content, whatever container it came in (the de-duplication key).
+
+    The key is the trace as it is stored: its id, task, system, model, benchmark, outcome and score, and
+    every step's stored columns (index, parent, agent, role, kind, content, tool name, arguments and call id,
+    timestamp, tokens, duration), with the same length limits as the rows. Left out: the format name, the
+    metadata (each container keeps extra fields its own way), the raw original record and the labels. So
+    a trace exported (``export_traces``, ``export_dataset``) and imported again is the same trace.
+    """
+    identity = {
+        "id": record.external_id[:255],
+        "task": record.task,
+        "system": record.system[:120],
+        "model": record.model[:120],
+        "benchmark": record.benchmark[:120],
+        "outcome": record.outcome,
+        "score": record.score,
+        # The stored columns, with the arguments as an object (sorted by the dump below): PostgreSQL's jsonb
+        # keeps its own key order, so the order of keys in a file is not part of the identity.
+        "steps": [list(values) for values in _step_values(record)],
+    }
+    canonical = json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
@@ -128,8 +154,15 @@ def do_import_files(
     progress: ProgressCallback | None = None,
     keep_annotations: bool = True,
     source_options: Mapping | None = None,
+    scope: QuerySet[Batch] | None = None,
+    named_in: QuerySet[Batch] | None = None,
 ) -> ImportResult:
     """Import `files` ((path, display name) pairs) into the batch `batch_name`, all or nothing.
+
+    `scope` is the batches the importing user may see (None: all, for the operator at the command line):
+    `batch_name` extends a batch of that scope only (else a new batch is made, when a trace is added), and
+    a trace is a duplicate only of a trace in that scope, so an import says nothing about other projects.
+    `named_in` narrows where `batch_name` is looked up (a project import: its own batches and unattached ones).
 
     A path may also be a whole source (a dataset folder, or an ``hf://owner/name`` string): it is read
     by its source format with `source_options` (columns, split, config) instead of being streamed.
@@ -143,12 +176,19 @@ def do_import_files(
     source_options = {k: v for k, v in (source_options or {}).items() if v} or None
     result = ImportResult(batch=None, keep_annotations=keep_annotations)
     total_before = 0
+    scope = Batch.objects.all() if scope is None else scope
     try:
         with transaction.atomic():
-            batch, _ = Batch.objects.select_for_update().get_or_create(
-                name=batch_name, defaults={"imported_by": user, "format": fmt or ""}
+            target = _Target(
+                name=batch_name,
+                user=user,
+                fmt=fmt or "",
+                scope=scope,
+                batch=Batch.objects.select_for_update()
+                .filter(pk__in=(scope if named_in is None else named_in).filter(name=batch_name).values("pk"))
+                .order_by("-created_at", "-pk")
+                .first(),
             )
-            result.batch = batch
             seen: set[str] = set()
             for path, name in files:
                 file_result = FileResult(name=name)
@@ -161,7 +201,7 @@ def do_import_files(
                         path,
                         name,
                         fmt,
-                        batch,
+                        target,
                         seen,
                         file_result,
                         result,
@@ -174,6 +214,10 @@ def do_import_files(
                 total_before += _size(path)
             if any(f.error for f in result.files):
                 raise ImportFailed(result)
+            # The existing batch when there was one; a new one exists only if a trace was added.
+            batch = result.batch = target.batch
+            if batch is None or not result.traces:
+                return result
             formats = sorted({f.format for f in result.files if f.format})
             sources = [f.name for f in result.files]
             Batch.objects.filter(pk=batch.pk).update(
@@ -187,6 +231,31 @@ def do_import_files(
         result.batch = None
         raise
     return result
+
+
+@dataclass
+class _Target:
+    """The batch an import adds to: found in the user's scope, or created when the first trace is added."""
+
+    name: str
+    user: object
+    fmt: str
+    scope: QuerySet[Batch]
+    batch: Batch | None = None
+
+    def get(self) -> Batch:
+        if self.batch is None:
+            self.batch = Batch.objects.create(name=self.name, imported_by=self.user, format=self.fmt)
+        return self.batch
+
+    def duplicates_of(self, digests: list[str]) -> dict[str, tuple[int, int]]:
+        """Content hash -> (trace id, batch id) of the first trace in scope (or in the target) with it."""
+        where = Q(batch__in=self.scope) | (Q(batch=self.batch) if self.batch else Q(pk__in=[]))
+        found: dict[str, tuple[int, int]] = {}
+        rows = Trace.objects.filter(where, content_hash__in=digests).order_by("pk")
+        for digest, pk, batch_id in rows.values_list("content_hash", "pk", "batch_id"):
+            found.setdefault(digest, (pk, batch_id))
+        return found
 
 
 def _validate_only(
@@ -227,26 +296,29 @@ def _records(
 ) -> Iterator[Iterator[TraceRecord]]:
     """The seam between files and sources: a file streams through its parser (bytes counted for
     progress); a source (dataset folder, hf:// repo), or a file read with column options, goes to its
-    format's ``parse_source``."""
+    format's ``parse_source``. Either way every record passes the row-size and duplicate-id checks."""
     module = _parser(fmt, name)
     if importers.is_source(path) or (options and hasattr(module, "parse_source")):
         if not hasattr(module, "parse_source"):
             raise TraceFormatError(f"format {fmt!r} reads files, not folders or Hub repos", file=name)
-        yield module.parse_source(str(path), **(options or {}))
+        yield importers.guarded(module.parse_source(str(path), **(options or {})), name)
         return
     if options:
         raise TraceFormatError(f"format {fmt!r} takes no column mapping, split or config", file=name)
     head = importers.read_head(Path(path))
     with Path(path).open("rb") as raw:
-        # parse_file fails loudly: an empty file, a format that does not fit, or no trace at all.
-        yield importers.parse_file(_CountingReader(raw, on_read) if on_read else raw, name, head, fmt)
+        # parse_file fails loudly: an empty file, a format that does not fit, or no trace at all; guarded
+        # bounds every record (size, ids repeated within the file).
+        yield importers.guarded(
+            importers.parse_file(_CountingReader(raw, on_read) if on_read else raw, name, head, fmt), name
+        )
 
 
 def _import_one(
     path: Path | str,
     name: str,
     fmt: str | None,
-    batch: Batch,
+    target: _Target,
     seen: set[str],
     file_result: FileResult,
     result: ImportResult,
@@ -270,7 +342,7 @@ def _import_one(
             if not counts_bytes and records_done % 100 == 0:
                 on_read(0)  # a source has no byte count: report the records read
             _check_record(record, name)
-            digest = content_hash(record, file_result.format)
+            digest = content_hash(record)
             if digest in seen:
                 file_result.duplicates += 1
                 continue
@@ -278,9 +350,9 @@ def _import_one(
             chunk.append((record, digest))
             chunk_steps += len(record.steps)
             if len(chunk) >= TRACES_PER_CHUNK or chunk_steps >= STEPS_PER_CHUNK:
-                _flush(chunk, batch, file_result, result)
+                _flush(chunk, target, file_result, result)
                 chunk, chunk_steps = [], 0
-        _flush(chunk, batch, file_result, result)
+        _flush(chunk, target, file_result, result)
 
 
 def _parser(fmt: str, name: str):
@@ -310,18 +382,26 @@ def _check_record(record: TraceRecord, name: str) -> None:
             )
 
 
-def _flush(chunk: list[tuple[TraceRecord, str]], batch: Batch, file_result: FileResult, result: ImportResult):
+def _flush(
+    chunk: list[tuple[TraceRecord, str]], target: _Target, file_result: FileResult, result: ImportResult
+):
     if not chunk:
         return
-    existing = dict(
-        Trace.objects.filter(content_hash__in=[d for _, d in chunk]).values_list("content_hash", "pk")
-    )
+    existing = target.duplicates_of([d for _, d in chunk])
     fresh = [(record, digest) for record, digest in chunk if digest not in existing]
     for record, digest in chunk:
         if digest in existing:
+            trace_id, batch_id = existing[digest]
             file_result.duplicates += 1
+            if target.batch is None or batch_id != target.batch.pk:
+                result.duplicate_batches[batch_id] += 1
             if record.annotations and result.keep_annotations:
-                result.annotations.append((existing[digest], record.external_id, record.annotations))
+                result.annotations.append(
+                    (trace_id, record.external_id, record.annotations, file_result.name)
+                )
+    if not fresh:
+        return
+    batch = target.get()
     trace_ids = _insert_traces(
         [
             Trace(
@@ -347,7 +427,7 @@ def _flush(chunk: list[tuple[TraceRecord, str]], batch: Batch, file_result: File
     for trace_id, (record, _) in zip(trace_ids, fresh, strict=True):
         rows.extend(_step_rows(trace_id, record))
         if record.annotations and result.keep_annotations:
-            result.annotations.append((trace_id, record.external_id, record.annotations))
+            result.annotations.append((trace_id, record.external_id, record.annotations, file_result.name))
     _insert_steps(rows)
     file_result.traces += len(fresh)
     file_result.steps += len(rows)
@@ -384,6 +464,20 @@ def _copy_value(field, obj):
 
 
 def _step_rows(trace_id: int, record: TraceRecord) -> Iterator[tuple]:
+    """The COPY rows: the stored values with the arguments as JSON text."""
+    for values in _step_values(record):
+        tool_args = values[8]
+        yield (
+            trace_id,
+            *values[:8],
+            None if tool_args is None else json.dumps(tool_args, ensure_ascii=False, default=str),
+            *values[9:],
+        )
+
+
+def _step_values(record: TraceRecord) -> Iterator[tuple]:
+    """Each step's stored values in Step.DATA_FIELDS order (length limits applied, arguments as objects):
+    the one place that says what a stored step is, for the rows and for the content key."""
     depths: list[int] = []
     for index, step in enumerate(record.steps):
         parent = step.parent
@@ -392,7 +486,6 @@ def _step_rows(trace_id: int, record: TraceRecord) -> Iterator[tuple]:
         )
         depths.append(depth)
         yield (
-            trace_id,
             index,
             parent,
             min(depth, 32767),
@@ -401,7 +494,7 @@ def _step_rows(trace_id: int, record: TraceRecord) -> Iterator[tuple]:
             step.kind,
             step.content,
             step.tool_name[:200],
-            None if step.tool_args is None else json.dumps(step.tool_args, ensure_ascii=False, default=str),
+            step.tool_args,
             step.tool_call_id[:200],
             (step.timestamp or "")[:64],
             step.tokens,

@@ -433,7 +433,7 @@ def _int(value: Any) -> int | None:
         number = int(value)
     except (TypeError, ValueError):
         return None
-    return number if number >= 0 else None
+    return number if 0 <= number <= 2**31 - 1 else None  # beyond a 32-bit column: no such step or page
 
 
 def _size(length: int) -> str:

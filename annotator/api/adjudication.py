@@ -104,14 +104,16 @@ class DecisionSerializer(serializers.Serializer):
 
 
 class AdjudicationDecisionSerializer(serializers.Serializer):
-    version = serializers.IntegerField(help_text="The item's version you decided on")
+    version = serializers.IntegerField(
+        min_value=0, max_value=2**31 - 1, help_text="The item's version you decided on"
+    )
     decisions = DecisionSerializer(many=True, help_text="One per disputed mode")
     primary = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=50)
     note = serializers.CharField(required=False, allow_blank=True)
 
 
 class AdjudicationReopenSerializer(serializers.Serializer):
-    version = serializers.IntegerField()
+    version = serializers.IntegerField(min_value=0, max_value=2**31 - 1)
     note = serializers.CharField(required=False, allow_blank=True)
 
 

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from annotator.access import MANAGE_ROLES, access_project
 from annotator.api.errors import ErrorSerializer, error_response
-from annotator.models.reports import JobStatus
+from annotator.models import ImportJob
 from annotator.services.imports import job_progress
 from annotator.services.uploads import UploadError, do_queue_import, jobs_for_project
 
@@ -20,13 +20,14 @@ class ImportJobSerializer(serializers.Serializer):
     """An import job as `annotator.services.imports.job_progress` reports it (the page shows the same)."""
 
     id = serializers.IntegerField()
-    status = serializers.ChoiceField(JobStatus.choices)
+    status = serializers.ChoiceField(ImportJob.Status.choices)
     batch = serializers.CharField()
     percent = serializers.IntegerField(help_text="0-100, from the bytes read")
     records = serializers.IntegerField(help_text="Records read so far")
     bytes_done = serializers.IntegerField()
     bytes_total = serializers.IntegerField()
     summary = serializers.DictField(help_text="Once finished: traces, steps, duplicates, labels per file")
+    error = serializers.CharField(allow_blank=True, help_text="Why the job failed, empty otherwise")
     errors = serializers.ListField(child=serializers.DictField(), help_text="file, record, message")
 
 
@@ -43,6 +44,7 @@ class ImportRequestSerializer(serializers.Serializer):
     responses={
         202: ImportJobSerializer,
         400: OpenApiResponse(ErrorSerializer, description="What is wrong with the request"),
+        413: OpenApiResponse(ErrorSerializer, description="The files are larger than IMPORT_MAX_UPLOAD_MB"),
     },
 )
 @api_view(["POST"])
@@ -61,7 +63,7 @@ def start_import(request, slug: str):
             ignore_unknown_modes=body.validated_data["ignore_unknown_modes"],
         )
     except UploadError as error:
-        return error_response(str(error), status=400)
+        return error_response(str(error), status=error.status)
     job.refresh_from_db()
     return Response(ImportJobSerializer(job_progress(job)).data, status=status.HTTP_202_ACCEPTED)
 

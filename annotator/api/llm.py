@@ -123,7 +123,7 @@ class LLMLabelsSerializer(serializers.Serializer):
 class StartRunSerializer(serializers.Serializer):
     batch = serializers.CharField(max_length=200, help_text="A batch of the project")
     limit = serializers.IntegerField(
-        min_value=1, max_value=1_000_000, required=False, help_text="Only the first N traces"
+        min_value=1, max_value=2**31 - 1, required=False, help_text="Only the first N traces"
     )
     model = serializers.CharField(max_length=200, required=False, help_text="Default: the project's model")
 

@@ -3,9 +3,11 @@
 from annotator.models.adjudication import AdjudicationItem, GoldHistory, GoldLabel
 from annotator.models.annotations import Annotation, LabelApplication, LabelHistory
 from annotator.models.discussions import Comment, Mention, Thread
+from annotator.models.jobs import ImportJob, JobStatus
 from annotator.models.llm import LLMConfig, LLMRun, LLMTraceResult, PromptTemplate
 from annotator.models.projects import Assignment, Membership, Project, Role
 from annotator.models.proposals import ModeProposal
+from annotator.models.raters import Rater, RaterKind
 from annotator.models.reports import AgreementReport, Export
 from annotator.models.rounds import CalibrationRound
 from annotator.models.tokens import ApiToken
@@ -21,6 +23,8 @@ __all__ = [
     "Export",
     "GoldHistory",
     "GoldLabel",
+    "ImportJob",
+    "JobStatus",
     "LLMConfig",
     "LLMRun",
     "LLMTraceResult",
@@ -31,6 +35,8 @@ __all__ = [
     "ModeProposal",
     "Project",
     "PromptTemplate",
+    "Rater",
+    "RaterKind",
     "Role",
     "Thread",
 ]

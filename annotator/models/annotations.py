@@ -7,15 +7,24 @@ from django.db import models
 from django.db.models import Q
 
 from annotator.raters import human_q, llm_q
+from traces.models import in_project_q
 
 
 class AnnotationQuerySet(models.QuerySet):
+    def in_project(self, project) -> AnnotationQuerySet:
+        """Annotations of the project on the project's traces (Trace.objects.in_project): what every report,
+        export and queue reads, so they all count the same traces."""
+        return self.filter(in_project_q(project, "assignment__trace"), assignment__project=project)
+
+    def submitted_in(self, project) -> AnnotationQuerySet:
+        return self.in_project(project).filter(status=Annotation.Status.SUBMITTED)
+
     def human(self) -> AnnotationQuerySet:
         """Annotations by people (imported human labellers included): what overlap and adjudication count."""
         return self.filter(human_q("assignment__annotator"))
 
     def llm(self) -> AnnotationQuerySet:
-        """Annotations by language-model raters (users named ``llm:<model>``, see annotator.raters)."""
+        """Annotations by language-model raters (``Rater.kind`` llm, see annotator.raters)."""
         return self.filter(llm_q("assignment__annotator"))
 
 
@@ -36,6 +45,10 @@ class Annotation(models.Model):
     # Optimistic concurrency: a save carries the version it was based on; a stale one is refused.
     version = models.PositiveIntegerField(default=1)
     submitted_at = models.DateTimeField(null=True, blank=True)
+    # Labels made elsewhere keep what the import knew and could not turn into labels: {"source": "MAD...",
+    # "missing_modes": ["FM-3.2"] (no vote given: missing, never "not chosen"), "unknown_labels": [{"mode":
+    # "...", "steps": [...]}] (modes the taxonomy lacks)}. Empty for labels made in this app.
+    provenance = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -1,7 +1,7 @@
 """The LLM rater: a project's endpoint settings, its versioned prompt, and runs with one result row per trace.
 
-A language model is measured like a human: its labels are ordinary submitted Annotations by a rater user named
-``llm:<model>`` (see annotator.raters). These rows only describe how the labels were produced and what it cost.
+A language model is measured like a human: its labels are ordinary submitted Annotations by a rater user (kind llm,
+named ``llm:<model>``, see annotator.raters). These rows only describe how the labels were produced and what it cost.
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+
+from annotator.models.jobs import Job
 
 
 class LLMConfig(models.Model):
@@ -109,17 +111,8 @@ class PromptTemplate(models.Model):
         return f"prompt v{self.number} of {self.project_id}"
 
 
-class LLMRun(models.Model):
+class LLMRun(Job):
     """One batch labelled by one model: a job row with progress, tokens and why it ended."""
-
-    class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        SUCCEEDED = "succeeded", "Succeeded"
-        STOPPED = "stopped", "Stopped"
-        FAILED = "failed", "Failed"
-
-    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
 
     project = models.ForeignKey("annotator.Project", on_delete=models.CASCADE, related_name="llm_runs")
     batch = models.ForeignKey("traces.Batch", on_delete=models.CASCADE, related_name="llm_runs")
@@ -130,7 +123,6 @@ class LLMRun(models.Model):
     # The endpoint settings the run was started with (no key): what produced these labels.
     endpoint = models.JSONField(default=dict, blank=True)
     limit = models.PositiveIntegerField(null=True, blank=True, help_text="First N traces of the batch")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     stop_reason = models.CharField(max_length=200, blank=True)
     total = models.PositiveIntegerField(default=0)
     done = models.PositiveIntegerField(default=0)
@@ -138,15 +130,12 @@ class LLMRun(models.Model):
     skipped = models.PositiveIntegerField(default=0)
     tokens_used = models.PositiveBigIntegerField(default=0)
     token_cap = models.PositiveBigIntegerField(default=0)
-    error = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
+    class Meta(Job.Meta):
         ordering = ["project", "-created_at"]
 
     def __str__(self) -> str:
@@ -166,10 +155,6 @@ class LLMRun(models.Model):
         if self.status == self.Status.SUCCEEDED:
             return 100
         return min(99, int(100 * self.processed / self.total)) if self.total else 0
-
-    @property
-    def is_active(self) -> bool:
-        return self.status in self.ACTIVE_STATUSES
 
 
 class LLMTraceResult(models.Model):

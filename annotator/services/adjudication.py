@@ -4,7 +4,7 @@ Rules kept here (and only here; the pages and the API call these verbs):
 
 - A trace is checked once its required annotations are in: at least `project.overlap` submitted
   annotations by annotators with an active annotator membership (imported annotators count; LLM raters,
-  users named `llm:...`, never do). All of those annotations are compared, shown as A, B, ... in
+  raters of kind llm, see annotator.raters, never do). All of those annotations are compared, shown as A, B, ... in
   annotator-username order.
 - Full agreement (same set of modes; in single-primary taxonomies also the same primary) becomes gold at
   once: an item with status "agreed" and GoldLabel rows with source "agreed". Any disagreement queues
@@ -106,12 +106,15 @@ def do_check_traces(project_id: int, trace_ids: Iterable[int]) -> int:
 
 def _check_chunk(project: Project, trace_ids: list[int], modes: dict[str, ModeFacts]) -> int:
     eligible = eligible_annotator_ids(project)
-    submitted = Annotation.objects.filter(
-        assignment__project=project,
-        assignment__trace_id__in=trace_ids,
-        assignment__annotator_id__in=eligible,
-        status=Annotation.Status.SUBMITTED,
-    ).annotate(trace_id=F("assignment__trace_id"))
+    submitted = (
+        Annotation.objects.in_project(project)
+        .filter(
+            assignment__trace_id__in=trace_ids,
+            assignment__annotator_id__in=eligible,
+            status=Annotation.Status.SUBMITTED,
+        )
+        .annotate(trace_id=F("assignment__trace_id"))
+    )
     by_trace: dict[int, list[Compared]] = {}
     trace_of = dict(submitted.values_list("id", "trace_id"))
     for compared in load_compared(submitted):

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 from annotator.label_formats import parse_annotations_jsonl
 from annotator.models import Project
+from annotator.raters import rater_source
 from annotator.services.label_import import IncomingAnnotation, LabelImportError
 from traces import importers
+from traces.importers import limits
 from traces.importers.records import TraceFormatError
 from traces.models import Trace
 from traces.services import content_hash
@@ -22,8 +23,8 @@ def detect_label_format(path: Path, name: str = "") -> str:
     with path.open("rb") as stream:
         first = next((line for line in stream if line.strip()), b"")
     try:
-        obj = json.loads(first)
-    except ValueError:
+        obj = limits.json_loads(first)
+    except ValueError:  # LimitExceeded too: the format's parser then names the line
         obj = None
     if isinstance(obj, dict) and "trace" in obj and "steps" not in obj:
         return "jsonl"
@@ -41,10 +42,12 @@ def read_label_file(
     """Yield the file's annotations matched to the project's traces; unmatched traces are an error.
 
     ``name`` is how messages call the file (default: its name); a file found in a folder passes its path as
-    typed, so two ``12.json`` in different subfolders stay apart, as they do for ``import_traces``."""
+    typed, so two ``12.json`` in different subfolders stay apart, as they do for ``import_traces``. The
+    file's name namespaces its raters."""
     name = name or path.name
     fmt = fmt or detect_label_format(path, name)
-    traces = Trace.objects.filter(batch__projects=project).only("id", "external_id", "step_count")
+    source = rater_source(path.name)
+    traces = Trace.objects.in_project(project).only("id", "external_id", "step_count")
     if fmt == "jsonl":
         by_external: dict[str, list[Trace]] = {}
         for trace in traces:
@@ -57,14 +60,16 @@ def read_label_file(
                     raise LabelImportError(f"{where}: no trace {line.trace!r} in project {project.slug}")
                 if len(found) > 1:
                     raise LabelImportError(f"{where}: trace id {line.trace!r} is ambiguous in {project.slug}")
-                yield IncomingAnnotation(found[0], line.annotation, confidence=line.confidence, where=where)
+                yield IncomingAnnotation(
+                    found[0], line.annotation, confidence=line.confidence, where=where, source=source
+                )
         return
     head = importers.read_head(path)
     with path.open("rb") as stream:
         for record in importers.parse_file(stream, name, head, fmt):
             if not record.annotations:
                 continue
-            trace = traces.filter(content_hash=content_hash(record, fmt)).first()
+            trace = traces.filter(content_hash=content_hash(record)).first()
             where = f"{name}, record {record.record_no}"
             if trace is None:
                 raise LabelImportError(
@@ -72,4 +77,4 @@ def read_label_file(
                     f"first (import_traces {name} --batch NAME --project {project.slug} also imports labels)"
                 )
             for annotation in record.annotations:
-                yield IncomingAnnotation(trace, annotation, where=where)
+                yield IncomingAnnotation(trace, annotation, where=where, source=source)

@@ -26,6 +26,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotator.models import AdjudicationItem, Annotation, Assignment, LabelApplication, LabelHistory
+from annotator.services.followups import after_annotations_changed
 from annotator.services.payload import AnnotationPayload
 from taxonomy.models import FailureMode
 from traces.models import Step
@@ -310,7 +311,5 @@ def on_trace_annotations_changed(project_id: int, trace_id: int) -> None:
     annotations are submitted and they disagree) and the debounced agreement report, both enqueued by
     `annotator.services.followups` (cheap: enqueue, do not compute). Do not call them from anywhere else.
     """
-    from annotator.services.followups import after_annotations_changed
-
     log.debug("annotations changed for trace %s in project %s", trace_id, project_id)
     after_annotations_changed(project_id, [trace_id])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -16,7 +17,7 @@ from django.utils import timezone
 
 from annotator.assignment_strategy import plan_assignments
 from annotator.models import Assignment, Membership, Project, Role
-from annotator.raters import human_q
+from annotator.raters import human_q, receives_work_q
 from traces.models import Trace
 
 log = logging.getLogger(__name__)
@@ -27,12 +28,12 @@ _CLAIM_ATTEMPTS = 20
 
 
 def annotator_ids(project: Project) -> list[int]:
-    """Candidates for new work: active annotator memberships of active users (imported labellers are
-    inactive users, so they keep their labels but never receive new traces)."""
+    """Candidates for new work: active annotator memberships of people who sign in (imported labellers and
+    LLM raters keep their labels but never receive new traces; annotator.raters decides)."""
     return sorted(
         set(
             Membership.objects.filter(
-                project=project, role=Role.ANNOTATOR, active=True, user__is_active=True
+                receives_work_q("user"), project=project, role=Role.ANNOTATOR, active=True
             ).values_list("user_id", flat=True)
         )
     )
@@ -54,9 +55,7 @@ def do_assign(project: Project) -> int:
     with transaction.atomic():
         Project.objects.select_for_update().filter(pk=project.pk).values_list("pk").first()
         now = timezone.now()
-        trace_ids = list(
-            Trace.objects.filter(batch__projects=project).order_by("id").values_list("id", flat=True)
-        )
+        trace_ids = list(Trace.objects.in_project(project).order_by("id").values_list("id", flat=True))
         # LLM raters' slots are not human overlap: they neither fill a trace's `overlap` nor ever move.
         rows = list(
             Assignment.objects.filter(project=project)
@@ -141,7 +140,9 @@ def do_add_member(project: Project, user, role: str) -> int:
         return do_assign(project) if role == Role.ANNOTATOR else 0
 
 
-def do_claim_next(project: Project, user, *, now: datetime | None = None) -> Assignment | None:
+def do_claim_next(
+    project: Project, user, *, now: datetime | None = None, exclude: Iterable[int] = ()
+) -> Assignment | None:
     """Reserve the annotator's next open slot (queue order: trace, then id) for
     `project.reservation_minutes`; None when nothing is free.
 
@@ -153,7 +154,7 @@ def do_claim_next(project: Project, user, *, now: datetime | None = None) -> Ass
     """
     now = now or timezone.now()
     until = now + timedelta(minutes=project.reservation_minutes)
-    tried: list[int] = []
+    tried: list[int] = list(exclude)  # e.g. the trace the annotator is leaving: "next" means another one
     with transaction.atomic():
         for _ in range(_CLAIM_ATTEMPTS):
             candidate = (
@@ -171,6 +172,14 @@ def do_claim_next(project: Project, user, *, now: datetime | None = None) -> Ass
                 return candidate
             tried.append(candidate.pk)
     return None
+
+
+def do_release_assignment(assignment: Assignment) -> None:
+    """Give an open slot back to the queue (its draft, if any, stays): "Start next" may offer it again, and
+    re-balancing may move it to another annotator while nobody holds it."""
+    Assignment.objects.filter(pk=assignment.pk, status__in=Assignment.OPEN_STATUSES).update(
+        reserved_until=None, updated_at=timezone.now()
+    )
 
 
 def try_reserve(assignment_id: int, *, now: datetime, until: datetime) -> bool:

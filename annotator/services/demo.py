@@ -58,9 +58,10 @@ def do_seed_demo(*, n_traces: int = 40, work_dir: Path) -> str:
         path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         do_import_traces([(path, path.name)], batch_name=DEMO_BATCH, user=users["owner"], project=project)
     else:
-        project.batches.add(Batch.objects.get(name=DEMO_BATCH))
+        # Batch names are not unique (each project names its own): the demo's is the first of that name.
+        project.batches.add(Batch.objects.filter(name=DEMO_BATCH).order_by("pk").first())
         do_assign(project)
-    batch = Batch.objects.get(name=DEMO_BATCH)
+    batch = project.batches.filter(name=DEMO_BATCH).order_by("pk").first()
     state = "created" if created else "already there"
     return f"Demo project '{project.slug}' {state}: {batch.trace_count} traces, {project.assignments.count()} assignments"
 

@@ -1,9 +1,14 @@
 """What happens after a trace's annotations changed and committed: enqueue, never compute here.
 
 Called from `annotator.services.annotations.on_trace_annotations_changed` (submit, re-submit, skip) and
-after an annotation import. Both follow-ups are idempotent, so running them twice is harmless, and a
-failure is logged rather than raised: the annotator's save has already committed, and the next change
-(or `manage.py agreement`, or the report page) runs them again.
+after an annotation import. Both follow-ups are idempotent, so running them twice is harmless. Neither
+may fail the annotator's save, which has already committed:
+
+- the adjudication check is never lost: when the task queue cannot take it (Redis down) a small check
+  (one submit) runs here and now, and anything left over is found by the periodic reconciliation
+  (`annotator.services.jobs.traces_missing_adjudication`);
+- the agreement report refresh is a debounced convenience: if it cannot be scheduled, the report page
+  sees the changed fingerprint and offers to recompute.
 """
 
 from __future__ import annotations
@@ -11,24 +16,44 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from annotator.services.adjudication import do_check_traces
+from annotator.services.enqueue import enqueue
+from annotator.services.reports import schedule_report_refresh
+
 log = logging.getLogger(__name__)
 
 _CHUNK = 500
+# Up to this many traces are checked inline when the queue is down (a submit is one trace).
+_INLINE_FALLBACK = 50
 
 
 def after_annotations_changed(project_id: int, trace_ids: Iterable[int]) -> None:
     """Check the traces for the adjudication queue (a Celery task per chunk; inline when eager) and
     schedule the debounced agreement report refresh."""
-    from annotator.services.reports import schedule_report_refresh
-    from annotator.tasks import check_traces_for_adjudication
-
     ids = sorted(set(trace_ids))
-    try:
-        for start in range(0, len(ids), _CHUNK):
-            check_traces_for_adjudication.delay(project_id, ids[start : start + _CHUNK])
-    except Exception:
-        log.exception("adjudication check of %d traces in project %s failed", len(ids), project_id)
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start : start + _CHUNK]
+        try:
+            enqueue(
+                "annotator.adjudication.check_traces",
+                project_id,
+                chunk,
+                after_commit=False,  # this hook already runs after commit
+                on_failure=lambda error, chunk=chunk: _check_inline(project_id, chunk),
+            )
+        except Exception:  # eager: the inline check itself failed; the reconciliation checks again
+            log.exception("adjudication check of %d traces in project %s failed", len(chunk), project_id)
     try:
         schedule_report_refresh(project_id)
     except Exception:
-        log.exception("agreement report refresh for project %s failed", project_id)
+        log.exception("agreement report refresh for project %s could not be scheduled", project_id)
+
+
+def _check_inline(project_id: int, trace_ids: list[int]) -> None:
+    if len(trace_ids) > _INLINE_FALLBACK:
+        log.warning("%d traces of project %s wait for the reconciliation", len(trace_ids), project_id)
+        return
+    try:
+        do_check_traces(project_id, trace_ids)
+    except Exception:  # the reconciliation finds these traces again
+        log.exception("inline adjudication check of project %s failed", project_id)

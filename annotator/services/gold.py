@@ -89,7 +89,7 @@ def _steps(value: Any, code: str) -> tuple[int, ...]:
         raise AdjudicationInvalid(f"{code}: steps must be a list of step numbers")
     try:
         steps = tuple(sorted({int(v) for v in value}))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise AdjudicationInvalid(f"{code}: steps must be whole numbers, e.g. 3, 7") from None
     if len(steps) > MAX_STEPS:
         raise AdjudicationInvalid(f"{code}: at most {MAX_STEPS} evidence steps")

@@ -8,20 +8,26 @@ commits, so progress cannot live on the job row).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 from django.core.cache import cache
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from annotator.models import Project
+from annotator.batches import visible_batches
+from annotator.models import ImportJob, Project
+from annotator.raters import rater_source
+from annotator.services.assignment import do_assign
+from annotator.services.jobs import heartbeat, remove_uploads, stale_before
 from annotator.services.label_import import (
     IncomingAnnotation,
     LabelImportError,
     LabelImportResult,
     do_import_annotations,
 )
-from traces.models import ImportJob, Trace
+from traces.models import Batch, Trace
 from traces.services import FileResult, ImportFailed, ImportResult, ProgressCallback, do_import_files
 
 log = logging.getLogger(__name__)
@@ -37,10 +43,21 @@ def do_import_traces(
     ignore_unknown_modes: bool = False,
     progress: ProgressCallback | None = None,
     source_options: dict | None = None,
+    sources: Mapping[str, str] | None = None,
+    rater_map: Mapping[str, str] | None = None,
 ) -> tuple[ImportResult, LabelImportResult | None]:
     """All or nothing: traces, the project link, embedded labels and new assignments commit together.
 
-    `source_options` (columns, split, config) go to dataset sources (see traces.services)."""
+    Batches and duplicates are looked up only among the batches `user` may see (annotator.batches; `user`
+    None is the operator at the command line). With a project, the new batch joins it, and so does every
+    existing batch holding a trace this import found already imported, so the labels it carries land on
+    the project's own traces and every report counts the same traces. `sources` maps a file's display name
+    to the source its raters are namespaced by (default: the file's name); `rater_map` maps a rater to a
+    real account (staff only). `source_options` (columns, split, config) go to dataset sources."""
+    scope = visible_batches(user)
+    # A project import extends a batch of that name the project holds (or one no project holds yet), never
+    # another project's batch of the same name.
+    named_in = None if project is None else scope.filter(Q(projects=project) | Q(projects=None))
     with transaction.atomic():
         result = do_import_files(
             files,
@@ -50,33 +67,40 @@ def do_import_traces(
             progress=progress,
             keep_annotations=project is not None,
             source_options=source_options,
+            scope=scope,
+            named_in=named_in,
         )
         if project is None:
             return result, None
-        project.batches.add(result.batch)
+        attach = [result.batch] if result.batch is not None else []
+        attach += list(Batch.objects.filter(pk__in=list(result.duplicate_batches)).exclude(projects=project))
+        project.batches.add(*attach)
+        result.attached = sorted(b.name for b in attach if b != result.batch)
         try:
             labels = do_import_annotations(
                 project,
-                _incoming(result),
+                _incoming(result, sources or {}),
                 ignore_unknown_modes=ignore_unknown_modes,
                 actor=user,
+                rater_map=rater_map,
             )
         except LabelImportError as error:
             result.files.append(FileResult(name="labels", error=str(error)))
             raise ImportFailed(result) from error
-        from annotator.services.assignment import do_assign
-
         do_assign(project)
     return result, labels
 
 
-def _incoming(result: ImportResult):
+def _incoming(result: ImportResult, sources: Mapping[str, str]):
     traces = Trace.objects.only("id", "external_id", "step_count").in_bulk(
-        [tid for tid, _, _ in result.annotations]
+        [tid for tid, _, _, _ in result.annotations]
     )
-    for trace_id, external_id, records in result.annotations:
+    for trace_id, external_id, records, name in result.annotations:
+        source = sources.get(name) or rater_source(name)
         for record in records:
-            yield IncomingAnnotation(trace=traces[trace_id], record=record, where=f"trace {external_id!r}")
+            yield IncomingAnnotation(
+                trace=traces[trace_id], record=record, where=f"trace {external_id!r}", source=source
+            )
 
 
 def progress_key(job_id: int) -> str:
@@ -102,48 +126,59 @@ def job_progress(job: ImportJob) -> dict:
         "bytes_done": bytes_done,
         "bytes_total": job.bytes_total,
         "summary": job.summary,
+        "error": job.error,
         "errors": job.errors,
     }
 
 
 def do_run_import_job(job_id: int) -> ImportJob:
-    """Run a queued job once (idempotent: a finished job is left alone, so a retried task is harmless)."""
-    claimed = ImportJob.objects.filter(pk=job_id, status=ImportJob.Status.QUEUED).update(
-        status=ImportJob.Status.RUNNING
-    )
-    job = ImportJob.objects.get(pk=job_id)
-    if not claimed:
-        return job
+    """Run a queued job once.
+
+    Idempotent: a finished job is left alone, and a job another live worker is running too. A running
+    job whose heartbeat stopped lost its worker; its import rolled back with it (all or nothing), so a
+    redelivered task claims it again and starts over. Whatever the ending, the stored files are removed."""
+    if not ImportJob.claim(job_id, stale_before=stale_before()):
+        return ImportJob.objects.get(pk=job_id)
+    job = ImportJob.objects.select_related("project", "created_by").get(pk=job_id)
     files = [(Path(item["path"]), item["name"]) for item in job.files]
-    project = (
-        Project.objects.filter(slug=job.options.get("project")).first()
-        if job.options.get("project")
-        else None
-    )
+
+    reached = {"records": 0}
 
     def progress(bytes_done: int, records: int) -> None:
+        reached["records"] = records
         cache.set(progress_key(job_id), {"bytes": bytes_done, "records": records}, timeout=24 * 3600)
 
     try:
-        result, labels = do_import_traces(
-            files,
-            batch_name=job.batch_name,
-            fmt=job.format or None,
-            user=job.created_by,
-            project=project,
-            ignore_unknown_modes=job.options.get("ignore_unknown_modes", False),
-            progress=progress,
-        )
+        with heartbeat(ImportJob, job_id):
+            result, labels = do_import_traces(
+                files,
+                batch_name=job.batch_name,
+                fmt=job.format or None,
+                user=job.created_by,
+                project=job.project,
+                ignore_unknown_modes=job.options.get("ignore_unknown_modes", False),
+                progress=progress,
+            )
     except ImportFailed as failure:
         job.status = ImportJob.Status.FAILED
         job.errors = [{"file": f.name, "error": f.error} for f in failure.result.files if f.error]
+        job.error = "Nothing was imported: fix the files listed and try again."
         job.summary = failure.result.as_dict()
+    except (MemoryError, RecursionError) as error:
+        # Input the limits did not catch: this job fails, the worker lives on. Re-raised, a MemoryError
+        # makes Celery's pool give up on the whole worker.
+        log.warning("import job %s ran out of %s", job_id, type(error).__name__)
+        job.status = ImportJob.Status.FAILED
+        job.errors = [{"file": _file_names(files), "error": _resource_message(error, reached["records"])}]
+        job.error = "Nothing was imported: the import ran out of resources."
     except Exception as error:  # an unexpected bug must still end the job visibly, then surface
         log.exception("import job %s crashed", job_id)
         job.status = ImportJob.Status.FAILED
-        job.errors = [{"file": "", "error": f"internal error: {error}"}]
+        job.error = f"Internal error ({type(error).__name__}); nothing was imported."
+        job.errors = [{"file": "", "error": job.error}]
         job.finished_at = timezone.now()
         job.save()
+        remove_uploads(job)
         raise
     else:
         job.status = ImportJob.Status.SUCCEEDED
@@ -153,10 +188,17 @@ def do_run_import_job(job_id: int) -> ImportJob:
         job.bytes_done = job.bytes_total
     job.finished_at = timezone.now()
     job.save()
-    _remove_uploads(files)
+    remove_uploads(job)
     return job
 
 
-def _remove_uploads(files: list[tuple[Path, str]]) -> None:
-    for path, _ in files:
-        path.unlink(missing_ok=True)
+def _file_names(files: list[tuple[Path, str]]) -> str:
+    return ", ".join(name for _, name in files)
+
+
+def _resource_message(error: BaseException, records: int) -> str:
+    what = "memory" if isinstance(error, MemoryError) else "stack (a record nested too deeply)"
+    return (
+        f"the import ran out of {what} after about {records} records and was stopped; nothing was "
+        "imported. Split the file, or ask the administrator about the IMPORT_MAX_* limits."
+    )

@@ -1,14 +1,16 @@
 """Bring in labels that already exist (a spreadsheet, MAST's human labels, Who&When's attributions).
 
-Imported labels become submitted annotations by (usually inactive) imported users, so agreement can be
-computed on them at once. All or nothing; an existing different annotation is never overwritten.
+Imported labels become submitted annotations by imported raters, so agreement can be computed on them at
+once. An imported rater is namespaced by its source (the dataset or file), inactive, and never receives work;
+a name in a file never becomes a real account unless a staff member maps it explicitly (`rater_map`).
+Missing is missing: an annotation exists only where the rater said something, and "no failure" only where
+the rater said so. All or nothing; an existing different annotation is never overwritten.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
@@ -16,7 +18,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotator.models import Annotation, Assignment, LabelApplication, LabelHistory, Membership, Project, Role
+from annotator.raters import get_imported_rater, rater_source
 from annotator.services.attribution import attribution_conflicts
+from annotator.services.followups import after_annotations_changed
 from taxonomy.models import FailureMode
 from taxonomy.schema import resolve_mode
 from taxonomy.services import version_to_spec
@@ -37,6 +41,10 @@ class LabelImportResult:
     ignored_modes: Counter = field(default_factory=Counter)
     # Records whose attributed agent is not the agent of the attributed step (annotator.services.attribution).
     attribution_conflicts: list[str] = field(default_factory=list)
+    # Records that said nothing (no label, no "no failure", no note): no annotation is made for them.
+    empty: int = 0
+    # Votes the source left out (MAST's NaN), kept as missing on the annotation, per mode.
+    missing_votes: Counter = field(default_factory=Counter)
 
     def as_dict(self) -> dict:
         return {
@@ -46,6 +54,8 @@ class LabelImportResult:
             "users_created": self.users_created,
             "ignored_modes": dict(self.ignored_modes),
             "attribution_conflicts": self.attribution_conflicts,
+            "empty_records": self.empty,
+            "missing_votes": dict(self.missing_votes),
         }
 
 
@@ -55,6 +65,7 @@ class IncomingAnnotation:
     record: AnnotationRecord
     confidence: int | None = None
     where: str = ""  # "file.jsonl, line 3" for error messages
+    source: str = ""  # the dataset or file the labels came from: the namespace of its raters
 
 
 class _ModeResolver:
@@ -68,9 +79,15 @@ class _ModeResolver:
         return self.modes.get(spec_mode.code) if spec_mode else None
 
 
-def imported_username(name: str) -> str:
-    cleaned = re.sub(r"[^\w.@+-]+", "-", name.strip()).strip("-")[:140]
-    return cleaned or "imported"
+def parse_rater_map(pairs: Iterable[str]) -> dict[str, str]:
+    """``["a1=alice", ...]`` -> ``{"a1": "alice"}``; raises LabelImportError naming a malformed pair."""
+    mapping: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, username = pair.partition("=")
+        if not sep or not name.strip() or not username.strip():
+            raise LabelImportError(f"--map-rater {pair!r}: expected NAME=USERNAME, e.g. a1=alice")
+        mapping[name.strip()] = username.strip()
+    return mapping
 
 
 @transaction.atomic
@@ -80,55 +97,117 @@ def do_import_annotations(
     *,
     ignore_unknown_modes: bool = False,
     actor=None,
+    rater_map: Mapping[str, str] | None = None,
 ) -> LabelImportResult:
-    """Store each incoming annotation as a submitted annotation; raises LabelImportError (nothing saved)."""
+    """Store each incoming annotation as a submitted annotation; raises LabelImportError (nothing saved).
+
+    Only traces of the project take labels. `rater_map` (name in the file -> username) attributes a rater's
+    labels to a real account, which then joins the project as an annotator; only staff (or the operator at
+    the command line, `actor` None) may map."""
     resolve = _ModeResolver(project)
     result = LabelImportResult()
-    users: dict[str, object] = {}
+    mapped = _mapped_users(rater_map or {}, actor)
+    users: dict[tuple[str, str], object] = {}
     touched: set[int] = set()
-    for item in incoming:
-        user = users.get(item.record.annotator)
+    items = list(incoming)
+    _check_in_project(project, items)
+    for item in items:
+        labels, unknown = _resolve_labels(item, resolve, ignore_unknown_modes, result)
+        missing = _missing_codes(item.record, resolve, labels, result)
+        if not (labels or unknown or item.record.no_failure or item.record.ambiguous or item.record.note):
+            result.empty += 1  # the rater said nothing about this trace: no annotation, not "no failure"
+            continue
+        key = (item.source, item.record.annotator)
+        user = users.get(key)
         if user is None:
-            user = users[item.record.annotator] = _imported_user(project, item.record.annotator, result)
-        labels = _resolve_labels(item, resolve, ignore_unknown_modes, result)
+            user = users[key] = _rater(project, item, mapped, result)
         result.attribution_conflicts += attribution_conflicts(item.trace, item.record.labels, item.where)
-        # Provenance for the dataset card (annotator.services.provenance): the labels left out here.
-        ignored = [
-            label.mode.splitlines()[0][:80] for label in item.record.labels if resolve(label.mode) is None
-        ]
-        _store(project, item, user, labels, result, actor, provenance={"ignored_labels": ignored})
+        provenance = {
+            "source": item.source or rater_source(item.where or "imported"),
+            **({"missing_modes": missing} if missing else {}),
+            **({"unknown_labels": unknown} if unknown else {}),
+            # For the dataset card (annotator.services.provenance): the labels left out here.
+            "ignored_labels": [
+                label.mode.splitlines()[0][:80] for label in item.record.labels if resolve(label.mode) is None
+            ],
+        }
+        _store(project, item, user, labels, result, actor, provenance=provenance)
         touched.add(item.trace.pk)
     if result.created:
         # Imported annotations count for the adjudication queue and the agreement report, like submits.
-        from annotator.services.followups import after_annotations_changed
-
         transaction.on_commit(lambda: after_annotations_changed(project.pk, touched))
     return result
 
 
-def _imported_user(project: Project, name: str, result: LabelImportResult):
-    User = get_user_model()
-    username = imported_username(name)
-    user = User.objects.filter(username=username).first()
+def _mapped_users(rater_map: Mapping[str, str], actor) -> dict[str, object]:
+    if not rater_map:
+        return {}
+    if actor is not None and not (actor.is_authenticated and actor.is_staff):
+        raise LabelImportError("Only staff may map imported raters to accounts (--map-rater)")
+    users = {u.username: u for u in get_user_model().objects.filter(username__in=set(rater_map.values()))}
+    unknown = sorted(set(rater_map.values()) - set(users))
+    if unknown:
+        raise LabelImportError(f"--map-rater: no user {', '.join(map(repr, unknown))}")
+    return {name: users[username] for name, username in rater_map.items()}
+
+
+def _rater(project: Project, item: IncomingAnnotation, mapped: Mapping[str, object], result):
+    """The mapped account (enrolled as an annotator: a staff member said so), else the imported rater of the
+    source, a member so reports list it, but inactive and of kind imported, so it never receives work."""
+    user = mapped.get(item.record.annotator)
     if user is None:
-        user = User(username=username, is_active=False)
-        user.set_unusable_password()
-        user.save()
-        result.users_created.append(username)
+        user, created = get_imported_rater(
+            item.source or rater_source(item.where or "imported"), item.record.annotator
+        )
+        if created:
+            result.users_created.append(user.username)
     Membership.objects.get_or_create(project=project, user=user, role=Role.ANNOTATOR)
     return user
 
 
+def _check_in_project(project: Project, items: list[IncomingAnnotation]) -> None:
+    """Labels are stored only for the project's traces (the one definition, Trace.objects.in_project)."""
+    ids = {item.trace.pk for item in items}
+    inside = set(Trace.objects.in_project(project).filter(pk__in=ids).values_list("pk", flat=True))
+    outside = ids - inside
+    if not outside:
+        return
+    rows = Trace.objects.filter(pk__in=sorted(outside)[:10]).values_list("external_id", "batch__name")
+    where = "; ".join(f"trace {ext!r} is in batch {batch!r}" for ext, batch in rows)
+    raise LabelImportError(
+        f"{len(outside)} labelled traces are not in project {project.slug} ({where}); add their batches to "
+        "the project first (nothing was imported)"
+    )
+
+
+def _missing_codes(record: AnnotationRecord, resolve, labels: list, result: LabelImportResult) -> list[str]:
+    """Taxonomy codes the source gave no value for (and no other vote chose): missing, never "not chosen"."""
+    chosen = {mode.code for mode, _ in labels}
+    codes = set()
+    for name in record.missing:
+        mode = resolve(name)
+        if mode is not None and mode.code not in chosen:
+            codes.add(mode.code)
+    for code in codes:
+        result.missing_votes[code] += 1
+    return sorted(codes)
+
+
 def _resolve_labels(
     item: IncomingAnnotation, resolve, ignore_unknown: bool, result: LabelImportResult
-) -> list:
+) -> tuple[list, list[dict]]:
+    """(labels in the taxonomy, labels in modes it lacks): the latter are listed in the summary and kept on
+    the annotation's provenance, never turned into a verdict."""
     labels = []
+    unknown: list[dict] = []
     seen: set[int] = set()
     for label in item.record.labels:
         mode = resolve(label.mode)
         if mode is None:
             if ignore_unknown:
-                result.ignored_modes[label.mode.splitlines()[0][:80]] += 1
+                name = label.mode.splitlines()[0][:80]
+                result.ignored_modes[name] += 1
+                unknown.append({"mode": name, "steps": list(label.steps)})
                 continue
             raise LabelImportError(
                 f"{item.where or item.trace.external_id}: annotator {item.record.annotator!r} uses mode "
@@ -145,7 +224,7 @@ def _resolve_labels(
             continue
         seen.add(mode.pk)
         labels.append((mode, label))
-    return labels
+    return labels, unknown
 
 
 def _snapshot(no_failure: bool, ambiguous: bool, note: str, labels: list[tuple]) -> dict:
@@ -199,9 +278,11 @@ def _store(
     action: str = "imported",
     provenance: dict | None = None,
 ) -> Annotation:
-    """Also the LLM rater's way to store its labels (annotator.services.llm_runs, action "llm")."""
+    """Also the LLM rater's way to store its labels (annotator.services.llm_runs, action "llm").
+
+    "No failure" is stored only when the record says so: no labels is not a verdict."""
     record = item.record
-    no_failure = record.no_failure or not labels
+    no_failure = record.no_failure and not labels
     snapshot = _snapshot(no_failure, record.ambiguous, record.note, labels)
     assignment, _ = Assignment.objects.get_or_create(project=project, trace=item.trace, annotator=user)
     existing = Annotation.objects.filter(assignment=assignment).first()
@@ -222,6 +303,7 @@ def _store(
         confidence=item.confidence,
         note=record.note,
         submitted_at=now,
+        provenance=provenance or {},
     )
     LabelApplication.objects.bulk_create(
         LabelApplication(

@@ -15,11 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from django.contrib.auth import get_user_model
 
 from annotator.agreement.report import estimate_json, interval_json
 from annotator.agreement.stats import binary_mode_agreement
 from annotator.models import AdjudicationItem, Annotation, GoldLabel, LabelApplication, Project
-from annotator.raters import LLM_PREFIX
+from annotator.raters import llm_q
 from taxonomy.models import FailureMode
 
 GOLD = "(gold)"  # not a valid username, so no human rater can collide with it
@@ -34,7 +35,7 @@ def _tables(project: Project) -> tuple[list[str], list[tuple[str, str]], np.ndar
         .values_list("code", "name")
     )
     mode_index = {code: j for j, (code, _) in enumerate(modes)}
-    submitted = Annotation.objects.filter(assignment__project=project, status=Annotation.Status.SUBMITTED)
+    submitted = Annotation.objects.submitted_in(project)
     rows = list(submitted.values_list("id", "assignment__trace_id", "assignment__annotator__username"))
     labels = list(
         LabelApplication.objects.filter(annotation__in=submitted).values_list("annotation_id", "mode__code")
@@ -61,8 +62,8 @@ def _tables(project: Project) -> tuple[list[str], list[tuple[str, str]], np.ndar
         rated[cells[:, 0], cells[:, 1]] = True
     gold_column = rater_index[GOLD]
     rated[[trace_index[t] for t in settled], gold_column] = True
-    # The queries above are separate reads: a submit or a decision landing between them adds labels for an
-    # annotation or item the earlier reads did not see. Those wait for the next computation (no KeyError).
+    # The queries above are separate reads: an annotation submitted (or an item settled) between them
+    # brings labels without a row. Those wait for the next computation rather than raising KeyError.
     marks = [(*where[pk], mode_index[code]) for pk, code in labels if code in mode_index and pk in where]
     marks += [
         (trace_index[t], gold_column, mode_index[code])
@@ -105,13 +106,18 @@ def llm_agreement(project: Project, *, n_boot: int = 200, seed: int = 0) -> list
     """One entry per LLM rater of the project: its comparisons with each human rater and with gold, each
     with per-mode Cohen's kappa, interval, observed agreement and PABAK (kappa is unstable for rare modes)."""
     raters, modes, rated, chosen, _ = _tables(project)
+    llms = set(
+        get_user_model()
+        .objects.filter(llm_q(), username__in=[name for name in raters if name != GOLD])
+        .values_list("username", flat=True)
+    )
     out = []
     for a, name in enumerate(raters):
-        if not name.startswith(LLM_PREFIX):
+        if name not in llms:
             continue
         comparisons = []
         for b, other in enumerate(raters):
-            if other.startswith(LLM_PREFIX):
+            if other in llms:
                 continue
             kind = "gold" if other == GOLD else "human"
             comparisons.append(

@@ -20,13 +20,14 @@ The token cap is checked before each trace: the run then ends as "stopped: token
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
@@ -34,9 +35,11 @@ from annotator.llm.client import LLMConfigError
 from annotator.llm.secrets import SecretUnreadable
 from annotator.llm.urlguard import UnsafeBaseURL, check_base_url
 from annotator.models import Annotation, LLMConfig, LLMRun, LLMTraceResult, Project
+from annotator.services.jobs import heartbeat, send_job
 from annotator.services.label_import import LabelImportError
 from annotator.services.llm_labeller import Labeller, Outcome, make_client, store_answer
-from annotator.services.llm_settings import current_prompt, get_config, llm_rater
+from annotator.services.llm_settings import add_llm_member, current_prompt, get_config, llm_rater
+from annotator.services.reports import schedule_report_refresh
 from taxonomy.models import FailureMode
 from traces.models import Batch, Trace
 
@@ -66,8 +69,8 @@ def check_run_request(
     if batch is None:
         names = ", ".join(project.batches.order_by("name").values_list("name", flat=True)[:20]) or "none yet"
         raise LLMRunError(f"No batch {batch_name!r} in this project (its batches: {names}).")
-    if limit is not None and limit < 1:
-        raise LLMRunError("The limit must be at least 1.")
+    if limit is not None and not 1 <= limit <= 2**31 - 1:
+        raise LLMRunError("The limit must be a whole number from 1 to 2,147,483,647.")
     try:
         if check_url:
             check_base_url(config.base_url, settings.LLM_ALLOWED_BASE_URLS)
@@ -98,6 +101,7 @@ def do_start_run(
     model: str | None = None,
     actor=None,
     enqueue: bool = True,
+    background: bool = False,
 ) -> LLMRun:
     batch, config, model = check_run_request(project, batch_name=batch_name, limit=limit, model=model)
     with transaction.atomic():
@@ -114,15 +118,37 @@ def do_start_run(
             created_by=actor,
         )
         if enqueue:
-            _enqueue_on_commit(run.pk)
+            _enqueue_on_commit(run.pk, background=background)
     log.info("project %s: LLM run %d of %s on batch %s queued", project.slug, run.pk, model, batch.name)
     return run
 
 
-def _enqueue_on_commit(run_id: int) -> None:
-    from annotator.tasks import run_llm_job
+def _enqueue_on_commit(run_id: int, *, background: bool = False) -> None:
+    """`background`: without a worker (eager Celery, the embedded default) the web request would run the
+    whole batch before answering; a daemon thread in this process runs it instead and the page polls its
+    progress. Only for the single-process default: with a worker, the queue does this."""
+    if background:
+        transaction.on_commit(lambda: _run_in_thread(run_id))
+    else:
+        send_job(LLMRun, run_id)
 
-    transaction.on_commit(lambda: run_llm_job.delay(run_id))
+
+def _run_in_thread(run_id: int) -> threading.Thread:
+    def work() -> None:
+        try:
+            while do_process_run(run_id).more:
+                pass
+        except Exception as error:  # the run must still end in a final state with its reason
+            log.exception("LLM run %d failed in the background", run_id)
+            run = LLMRun.objects.filter(pk=run_id).first()
+            if run is not None:
+                _finish(run, LLMRun.Status.FAILED, error=f"internal error: {type(error).__name__}")
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=work, name=f"llm-run-{run_id}", daemon=True)
+    thread.start()
+    return thread
 
 
 def do_stop_run(run: LLMRun, *, reason: str = "stopped by the owner") -> bool:
@@ -134,7 +160,7 @@ def do_stop_run(run: LLMRun, *, reason: str = "stopped by the owner") -> bool:
     )
 
 
-def do_resume_run(run: LLMRun, *, enqueue: bool = True) -> bool:
+def do_resume_run(run: LLMRun, *, enqueue: bool = True, background: bool = False) -> bool:
     """Queue a stopped or failed run again (finished traces are skipped); the token cap is re-read from the
     settings, so raising the cap and resuming continues a capped run. False if it cannot be resumed."""
     if run.status in LLMRun.ACTIVE_STATUSES or run.status == LLMRun.Status.SUCCEEDED:
@@ -145,10 +171,11 @@ def do_resume_run(run: LLMRun, *, enqueue: bool = True) -> bool:
             stop_reason="",
             error="",
             finished_at=None,
+            heartbeat_at=timezone.now(),  # queued now: the reconciliation re-sends it only if it waits long
             token_cap=get_config(run.project).token_cap,
         )
         if enqueue:
-            _enqueue_on_commit(run.pk)
+            _enqueue_on_commit(run.pk, background=background)
     return True
 
 
@@ -181,6 +208,10 @@ def _record(run: LLMRun, trace: Trace, outcome: Outcome, modes: dict[str, Failur
                 result.annotation = store_answer(run, trace, outcome.answer, modes)
             except LabelImportError as error:
                 result.status, result.error, counter = LLMTraceResult.Status.FAILED, str(error), "failed"
+            else:
+                # The rater joins the project with its first label: a run that labels nothing adds no
+                # member (and no empty row in the agreement tables).
+                add_llm_member(run.project_id, run.rater)
             result.save(update_fields=["annotation", "status", "error"])
         LLMRun.objects.filter(pk=run.pk).update(
             **{counter: F(counter) + 1}, tokens_used=F("tokens_used") + outcome.tokens[2]
@@ -197,10 +228,13 @@ def _begin(run_id: int) -> LLMRun | None:
         )
         if run.status not in LLMRun.ACTIVE_STATUSES:
             return None
+        if run.status == LLMRun.Status.QUEUED:
+            run.attempts += 1  # a new claim (a slice of a running run is not one)
         run.status = LLMRun.Status.RUNNING
         run.started_at = run.started_at or timezone.now()
+        run.heartbeat_at = timezone.now()
         run.total = _selection(run.batch_id, run.limit).count()
-        run.save(update_fields=["status", "started_at", "total"])
+        run.save(update_fields=["status", "started_at", "heartbeat_at", "attempts", "total"])
     return run
 
 
@@ -211,8 +245,6 @@ def _finish(run: LLMRun, status: str, *, reason: str = "", error: str = "") -> N
     )
     log.info("LLM run %d ended: %s %s %s", run.pk, status, reason, error[:200])
     if LLMRun.objects.filter(pk=run.pk, done__gt=0).exists():
-        from annotator.services.reports import schedule_report_refresh
-
         transaction.on_commit(lambda: schedule_report_refresh(run.project_id))
 
 
@@ -223,12 +255,13 @@ def _pending(run: LLMRun) -> list[int]:
 
 def _already_labelled(run: LLMRun, trace_ids: list[int]) -> set[int]:
     return set(
-        Annotation.objects.filter(
-            assignment__project=run.project,
+        Annotation.objects.in_project(run.project)
+        .filter(
             assignment__annotator=run.rater,
             assignment__trace_id__in=trace_ids,
             status=Annotation.Status.SUBMITTED,
-        ).values_list("assignment__trace_id", flat=True)
+        )
+        .values_list("assignment__trace_id", flat=True)
     )
 
 
@@ -268,7 +301,8 @@ def do_process_run(
     try:
         run = _begin(run_id)
         if run is not None:
-            _process(run, budget_seconds, on_progress, lock_seconds, client_options)
+            with heartbeat(LLMRun, run.pk):
+                _process(run, budget_seconds, on_progress, lock_seconds, client_options)
     finally:
         cache.delete(_lock_key(run_id))
     return RunSlice(LLMRun.objects.get(pk=run_id))
@@ -315,7 +349,19 @@ def _process(run: LLMRun, budget_seconds, on_progress, lock_seconds: int, client
                     return
             if budget_seconds is not None and time.monotonic() - started > budget_seconds:
                 return
-    _finish(run, LLMRun.Status.SUCCEEDED)
+    _finish_all(run)
+
+
+def _finish_all(run: LLMRun) -> None:
+    """Every trace was tried: succeeded when some were labelled (failures are counted and listed), failed
+    with the first reason when none was."""
+    done, failed = LLMRun.objects.filter(pk=run.pk).values_list("done", "failed").get()
+    if failed and not done:
+        first = run.results.filter(status=LLMTraceResult.Status.FAILED).order_by("id").first()
+        reason = f"every trace failed ({failed}); the first: {first.error}" if first else "every trace failed"
+        _finish(run, LLMRun.Status.FAILED, error=reason)
+    else:
+        _finish(run, LLMRun.Status.SUCCEEDED)
 
 
 def run_progress(run: LLMRun, *, failures: int = 20, hide: QuerySet | None = None) -> dict:

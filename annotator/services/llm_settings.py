@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import logging
 
-from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Max
 
 from annotator.llm.prompt import DEFAULT_INSTRUCTIONS
 from annotator.llm.secrets import encrypt
 from annotator.models import LLMConfig, Membership, Project, PromptTemplate, Role
-from annotator.raters import llm_username
+from annotator.raters import get_llm_rater
 
 log = logging.getLogger(__name__)
 
@@ -100,15 +99,12 @@ def do_forget_key(project: Project, *, actor=None) -> None:
 
 
 def llm_rater(project: Project, model: str):
-    """The rater user for `model` (``llm:<model>``): inactive, no usable password, an annotator member of
-    the project so agreement reports list it, and never a candidate for human work (do_assign only
-    considers active users and ignores LLM slots)."""
-    User = get_user_model()
-    username = llm_username(model)
-    user = User.objects.filter(username=username).first()
-    if user is None:
-        user = User(username=username, is_active=False)
-        user.set_unusable_password()
-        user.save()
-    Membership.objects.get_or_create(project=project, user=user, role=Role.ANNOTATOR)
+    """The rater user for `model` (``llm:<model>``, kind llm): inactive, no usable password, and never a
+    candidate for human work (see annotator.raters). It becomes an annotator member of the project (so
+    agreement reports list it) with its first stored label: `add_llm_member`."""
+    user = get_llm_rater(model)
     return user
+
+
+def add_llm_member(project_id: int, user) -> None:
+    Membership.objects.get_or_create(project_id=project_id, user=user, role=Role.ANNOTATOR)

@@ -6,9 +6,10 @@ Parsing checks shape only (types, sizes); whether the modes and steps exist is t
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
+
+from traces.importers import limits
 
 MAX_QUOTE = 2_000
 MAX_NOTE = 10_000
@@ -114,14 +115,14 @@ def _confidence(value: Any) -> int | None:
         return None
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise PayloadError("Confidence must be a number from 1 to 5") from None
 
 
 def _elapsed(value: Any) -> int:
     try:
         seconds = int(float(value or 0))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: "1e999" is infinite
         return 0  # the clock is a convenience; a garbled value must not block a save
     return min(max(seconds, 0), MAX_ELAPSED_PER_SAVE)
 
@@ -176,7 +177,7 @@ def payload_from_form(post) -> AnnotationPayload:
         evidence = []
         for j, raw in enumerate(post.getlist(f"evidence:{code}")):
             try:
-                item = json.loads(raw)
+                item = limits.json_loads(raw)  # a form field could be nested deep enough to recurse out
             except ValueError:
                 raise PayloadError(f"Evidence {j + 1} of {code} is malformed; pin the step again") from None
             evidence.append(_evidence(item, f"{code} evidence {j + 1}"))
@@ -202,8 +203,8 @@ def version_from(value: Any) -> int:
     """The annotation version a save is based on (0: there was no annotation yet)."""
     try:
         version = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: 1e999
         raise PayloadError("The form is missing its version; reload the page") from None
-    if version < 0:
-        raise PayloadError("The version must be 0 or more")
+    if not 0 <= version <= 2**31 - 1:
+        raise PayloadError("The version must be a whole number from 0 to 2,147,483,647")
     return version

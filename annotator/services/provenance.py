@@ -1,11 +1,9 @@
 """Where a project's labels came from: made here, imported, or by a language model. The one place that
 decides it, so the dataset card (and anything else that must not claim what it cannot know) asks here.
 
-Today's data decides it this way (a rater-kind column will replace it; repoint :func:`label_provenance`):
-
 - imported: the annotation's history starts with an ``imported`` entry (``label_import``: files, the
-  upload page, a published dataset re-imported);
-- language model: the rater is an ``llm:`` user (annotator.raters);
+  upload page, a published dataset re-imported; also labels a staff member attributed to a real account);
+- language model: the rater's kind is ``llm`` (annotator.raters, the rater-kind column);
 - made here: everything else (labelled in the annotation page or its API).
 
 Labels an import left out because the taxonomy lacks their mode are recorded on that ``imported`` entry
@@ -17,10 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, QuerySet
 
 from annotator.models import Annotation, LabelHistory
-from annotator.raters import LLM_PREFIX
+from annotator.raters import llm_q
 
 IMPORTED = "imported"
 MISSING_PREFIX = "no value in the source for: "  # how traces.importers.mast_labelled notes missing votes
@@ -42,13 +40,16 @@ def label_provenance(annotations: QuerySet[Annotation]) -> LabelProvenance:
     """Counts over ``annotations`` (submitted ones, normally): two queries whatever their number."""
     imported_entry = LabelHistory.objects.filter(annotation=OuterRef("pk"), action=IMPORTED)
     rows = (
-        annotations.annotate(imported=Exists(imported_entry))
+        annotations.annotate(
+            imported=Exists(imported_entry),
+            is_llm=ExpressionWrapper(llm_q("assignment__annotator"), output_field=BooleanField()),
+        )
         .order_by()
-        .values_list("assignment__annotator__username", "imported", "note")
+        .values_list("assignment__annotator__username", "imported", "note", "is_llm")
     )
     result = LabelProvenance()
-    for username, imported, note in rows:
-        if username.startswith(LLM_PREFIX):  # annotator.raters decides who is a language model
+    for username, imported, note, is_llm in rows:
+        if is_llm:
             result.llm += 1
         elif imported:
             result.imported += 1

@@ -31,9 +31,10 @@ from django.db.models.lookups import Exact
 from django.utils import timezone
 
 from annotator.agreement.report import EvidenceRows, ModeInfo, ReportInput
-from annotator.models import Annotation, LabelApplication, Membership, Project, Role
-from annotator.raters import LLM_PREFIX
+from annotator.models import Annotation, LabelApplication, Membership, Project, RaterKind, Role
+from annotator.raters import kinds_of
 from taxonomy.models import FailureMode
+from traces.models import in_project_q
 
 FILTER_KEYS = ("batch", "annotators", "since", "until", "where", "round")
 MAX_WHERE = 10
@@ -140,6 +141,7 @@ def filter_q(project: Project, filters: Mapping[str, Any], prefix: str = "") -> 
     """Submitted annotations of the project matching `filters`; `prefix` reaches Annotation from another
     model (e.g. "annotation__" from LabelApplication), so every query joins instead of nesting."""
     q = Q(**{f"{prefix}status": Annotation.Status.SUBMITTED, f"{prefix}assignment__project": project})
+    q &= in_project_q(project, f"{prefix}assignment__trace")  # the project's traces: one definition
     if filters.get("batch"):
         q &= Q(**{f"{prefix}assignment__trace__batch__name": filters["batch"]})
     if filters.get("annotators"):
@@ -215,6 +217,7 @@ def load_report_input(project: Project, filters: Mapping[str, Any]) -> LoadedInp
     known = mode_ids[mode_pos] == lab_mode if len(labels) else np.zeros(0, dtype=bool)
     li, lr, lm = item_idx[position][known], rater_idx[position][known], mode_pos[known]
     ratings[li, lr, lm] = 1
+    _mark_missing(ratings, project, filters, ann, item_idx, rater_idx, [row[1] for row in mode_rows])
 
     primary = None
     if not version.is_multi_label:
@@ -236,18 +239,39 @@ def load_report_input(project: Project, filters: Mapping[str, Any]) -> LoadedInp
     return LoadedInput(data=data, raters=raters)
 
 
+def _mark_missing(ratings, project, filters, ann, item_idx, rater_idx, codes: list[str]) -> None:
+    """Votes an imported source left out (MAST's NaN) are missing, not "not chosen" (one query)."""
+    rows = list(
+        report_annotations(project, filters)
+        .filter(provenance__has_key="missing_modes")
+        .order_by()
+        .values_list("id", "provenance")
+    )
+    if not rows:
+        return
+    position = {pk: k for k, pk in enumerate(ann[:, 0].tolist())}
+    code_pos = {code: j for j, code in enumerate(codes)}
+    for pk, provenance in rows:
+        k = position.get(pk)
+        for code in (provenance or {}).get("missing_modes", []):
+            if k is not None and code in code_pos:
+                ratings[item_idx[k], rater_idx[k], code_pos[code]] = -1
+
+
 def _raters(user_ids: np.ndarray) -> list[dict[str, Any]]:
     users = dict(
-        (pk, (username, active))
-        for pk, username, active in get_user_model()
+        (pk, username)
+        for pk, username in get_user_model()
         .objects.filter(pk__in=user_ids.tolist())
-        .values_list("pk", "username", "is_active")
+        .values_list("pk", "username")
     )
+    kinds = kinds_of(user_ids.tolist())
     return [
         {
-            "username": users[pk][0],
-            "kind": "llm" if users[pk][0].startswith(LLM_PREFIX) else "human",  # annotator.raters' rule
-            "imported": not users[pk][1],
+            "username": users[pk],
+            # human or llm, as the statistics compare them; `imported` says the labels were made elsewhere.
+            "kind": RaterKind.LLM if kinds[pk] == RaterKind.LLM else RaterKind.HUMAN,
+            "imported": kinds[pk] == RaterKind.IMPORTED,
         }
         for pk in user_ids.tolist()
     ]

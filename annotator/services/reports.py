@@ -33,7 +33,6 @@ from datetime import timedelta
 from importlib import metadata
 from typing import Any
 
-from celery import current_app
 from django.conf import settings
 from django.core.cache import cache
 from django.db import OperationalError, connection, transaction
@@ -42,7 +41,9 @@ from django.utils import timezone
 
 from annotator.agreement.report import SCHEMA, ReportSettings, build_report
 from annotator.models import AgreementReport, Annotation, Project
-from annotator.models.reports import JobStatus
+from annotator.models.jobs import JobStatus
+from annotator.services.enqueue import enqueue, is_eager
+from annotator.services.jobs import heartbeat, send_job, stale_before
 from annotator.services.report_data import (
     ReportFilterError,
     clean_filters,
@@ -71,7 +72,7 @@ PENDING = (JobStatus.QUEUED, JobStatus.RUNNING)
 
 def celery_is_eager() -> bool:
     """True when tasks run inline (no REDIS_URL): the laptop default."""
-    return bool(current_app.conf.task_always_eager)
+    return is_eager()
 
 
 def report_settings() -> ReportSettings:
@@ -162,14 +163,10 @@ def do_request_report(
         status=JobStatus.QUEUED,
     )
     if enqueue:
-        from annotator.tasks import compute_agreement_report
-
-        if celery_is_eager():
-            # Inline, on this connection: it sees this transaction's rows, so there is no commit to wait for.
-            compute_agreement_report.delay(report.pk)
-        else:
-            # A worker reads through its own connection: send the task only once the row is committed.
-            transaction.on_commit(lambda: compute_agreement_report.delay(report.pk))
+        # Eager: inline, on this connection (it sees this transaction's rows, so there is no commit to
+        # wait for). A worker reads through its own connection: send the task once the row is committed.
+        # A broker that is down fails the report with a reason the page shows.
+        send_job(AgreementReport, report.pk, after_commit=not celery_is_eager())
     return report
 
 
@@ -194,24 +191,30 @@ def do_compute_report(report_id: int) -> AgreementReport:
     report = AgreementReport.objects.select_related("project__taxonomy_version__taxonomy").get(pk=report_id)
     if report.status == JobStatus.SUCCEEDED:
         return report
-    AgreementReport.objects.filter(pk=report.pk).update(status=JobStatus.RUNNING, error="")
+    # Computing twice gives the same numbers, so a duplicate delivery of a running report just computes
+    # again; the claim counts the attempt (a report that kills its worker every time ends failed).
+    if not AgreementReport.claim(report.pk, stale_before=stale_before()):
+        AgreementReport.objects.filter(pk=report.pk).update(
+            status=JobStatus.RUNNING, error="", heartbeat_at=timezone.now()
+        )
     project = report.project
     outer = connection.in_atomic_block  # isolation can only be set at the start of a real transaction
     try:
-        with transaction.atomic():
-            if connection.vendor == "postgresql" and not outer:
-                with connection.cursor() as cursor:
-                    cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            fingerprint = inputs_fingerprint(project, report.filters)
-            loaded = load_report_input(project, report.filters)
-        results = _results(project, report, loaded, fingerprint)
+        with heartbeat(AgreementReport, report.pk):
+            with transaction.atomic():
+                if connection.vendor == "postgresql" and not outer:
+                    with connection.cursor() as cursor:
+                        cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                fingerprint = inputs_fingerprint(project, report.filters)
+                loaded = load_report_input(project, report.filters)
+            results = _results(project, report, loaded, fingerprint)
     except OperationalError:
         AgreementReport.objects.filter(pk=report.pk).update(status=JobStatus.QUEUED)
         raise
     except Exception as error:  # a bug or bad data: record it on the job row, do not retry forever
         log.exception("agreement report %s failed", report.pk)
         AgreementReport.objects.filter(pk=report.pk).update(
-            status=JobStatus.FAILED, error=f"{type(error).__name__}: {error}"
+            status=JobStatus.FAILED, error=f"{type(error).__name__}: {error}", finished_at=timezone.now()
         )
         report.refresh_from_db()
         return report
@@ -220,6 +223,7 @@ def do_compute_report(report_id: int) -> AgreementReport:
         results=results,
         fingerprint=fingerprint,
         computed_at=timezone.now(),
+        finished_at=timezone.now(),
         error="",
     )
     report.refresh_from_db()
@@ -273,9 +277,7 @@ def schedule_report_refresh(project_id: int) -> None:
         return
     countdown = settings.AGREEMENT_DEBOUNCE_SECONDS
     if cache.add(_debounce_key(project_id), "1", timeout=countdown + 300):
-        from annotator.tasks import refresh_agreement_reports
-
-        refresh_agreement_reports.apply_async((project_id,), countdown=countdown)
+        enqueue("annotator.agreement.refresh_reports", project_id, countdown=countdown, after_commit=False)
 
 
 def do_refresh_reports(project_id: int) -> AgreementReport | None:

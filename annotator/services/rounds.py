@@ -114,7 +114,7 @@ def _annotators(project: Project, usernames: Sequence[str], errors: list[str]) -
 
 
 def _choose_traces(project: Project, choice: TraceChoice, errors: list[str]) -> list[int]:
-    traces = Trace.objects.filter(batch__projects=project)
+    traces = Trace.objects.in_project(project)
     if choice.ids:
         ids = sorted(set(traces.filter(pk__in=choice.ids).values_list("pk", flat=True)))
         missing = sorted(set(choice.ids) - set(ids))

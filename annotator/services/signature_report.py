@@ -98,7 +98,7 @@ def filter_options(project: Project, user) -> FilterOptions:
     """The values the filters can take (two queries) and the annotators this user may pick as a source:
     everyone for owners and adjudicators, themself for an annotator, nobody for a viewer."""
     combos = (
-        Trace.objects.filter(batch__projects=project)
+        Trace.objects.in_project(project)
         .order_by()
         .values_list("batch__name", "model", "system", "benchmark")
         .distinct()
@@ -108,7 +108,7 @@ def filter_options(project: Project, user) -> FilterOptions:
     if roles & REVIEW_ROLES:
         annotators = sorted(
             set(
-                Annotation.objects.filter(assignment__project=project, status=Annotation.Status.SUBMITTED)
+                Annotation.objects.submitted_in(project)
                 .order_by()
                 .values_list("assignment__annotator__username", flat=True)
                 .distinct()

@@ -233,7 +233,7 @@ def _traces(project: Project, query: SignatureQuery) -> _Traces:
         covered.append(Exists(_annotations(project, query).filter(assignment__trace=OuterRef("pk"))))
     condition = covered[0] if len(covered) == 1 else covered[0] | covered[1]
     rows = list(
-        Trace.objects.filter(batch__projects=project)
+        Trace.objects.in_project(project)
         .filter(_trace_q(query), condition)
         .order_by()
         .values_list("id", "step_count", "outcome", "model", "system", "benchmark", "batch__name")
@@ -287,7 +287,7 @@ def _submitted_annotations(project: Project, query: SignatureQuery, ids: np.ndar
 
 
 def _annotations(project: Project, query: SignatureQuery):
-    annotations = Annotation.objects.filter(assignment__project=project, status=Annotation.Status.SUBMITTED)
+    annotations = Annotation.objects.submitted_in(project)
     if query.annotator is not None:
         annotations = annotations.filter(assignment__annotator__username=query.annotator)
     return annotations
@@ -310,7 +310,7 @@ def _annotation_labels(
     """Union, agreement or one annotator: each (trace, mode) pair's votes against the trace's number of
     submitted annotations (``submitted``, aligned with the sorted trace ``ids``), in one ``np.unique``."""
     labels = LabelApplication.objects.filter(
-        annotation__assignment__project=project, annotation__status=Annotation.Status.SUBMITTED
+        annotation__in=Annotation.objects.submitted_in(project).order_by().values("id")
     ).filter(_trace_q(query, "annotation__assignment__trace__"))
     if query.annotator is not None:
         labels = labels.filter(annotation__assignment__annotator__username=query.annotator)

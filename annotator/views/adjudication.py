@@ -34,6 +34,8 @@ from annotator.services.adjudication import (
 from annotator.services.comparison import LETTERS, Compared, item_annotations, mode_facts
 from annotator.services.gold import REASON_CODES, Decision, decision_from_form, do_decide
 from annotator.views.trace import render_steps, viewer_context
+from taxonomy.models import FailureMode
+from traces.models import Trace
 from traces.viewer import trace_queryset
 
 Status = AdjudicationItem.Status
@@ -106,6 +108,8 @@ class Row:
     note: str = ""
     gold: GoldLabel | None = None
     past: dict[str, Any] = field(default_factory=dict)  # the recorded decision, for resolved items
+    definition: str = ""  # shown beside the decision: adjudicators decide by the definition
+    guidance: str = ""
 
 
 def _rows(
@@ -118,6 +122,12 @@ def _rows(
     facts = mode_facts(project)
     codes = {code for a in annotations for code in a.labels} | set(item.disputed) | set(gold)
     last = _last_decision(item) if item.status == Status.RESOLVED else {}
+    texts = {
+        code: (definition, guidance)
+        for code, definition, guidance in FailureMode.objects.filter(
+            version=project.taxonomy_version_id, code__in=codes
+        ).values_list("code", "definition", "guidance")
+    }
     rows = []
     for code in sorted(codes, key=lambda c: (facts[c].order if c in facts else 10**6, c)):
         mine = decision.for_mode(code) if decision else None
@@ -134,6 +144,8 @@ def _rows(
                 note=mine.note if mine else "",
                 gold=gold.get(code),
                 past=last.get(code, {}),
+                definition=texts.get(code, ("", ""))[0],
+                guidance=texts.get(code, ("", ""))[1],
             )
         )
     return rows
@@ -240,17 +252,15 @@ def item_page(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
         decision = decision_from_form(item, request.POST)
     except AdjudicationInvalid as error:
         return _page(request, project, item, errors=error.messages, code=422)
-    try:
-        base = int(request.POST.get("version", "-1"))
-    except ValueError:
-        base = -1  # never a stored version: refused as stale, and the form is echoed back
+    base = _version(request)  # -1 is never a stored version: refused as stale, the form echoed back
     try:
         do_decide(item, decision, actor=request.user, base_version=base)
     except AdjudicationConflict as conflict:
         return _page(request, project, conflict.item, decision=decision, conflict=str(conflict), code=409)
     except AdjudicationInvalid as error:
         return _page(request, project, item, decision=decision, errors=error.messages, code=422)
-    messages.success(request, f"Decision saved for trace {item.trace_id}.")
+    name = Trace.objects.filter(pk=item.trace_id).values_list("external_id", flat=True).first()
+    messages.success(request, f"Decision saved for trace {name}.")
     if request.POST.get("then") == "next":
         return claim_next(request, slug)
     return redirect("adjudication-item", slug, item.pk)
@@ -273,9 +283,10 @@ def item_steps(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
 
 def _version(request: HttpRequest) -> int:
     try:
-        return int(request.POST.get("version", "-1"))
+        version = int(request.POST.get("version", "-1"))
     except ValueError:
         return -1
+    return version if 0 <= version <= 2**31 - 1 else -1
 
 
 @require_POST

@@ -15,6 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from annotator.access import access_assignment
@@ -33,6 +34,7 @@ from annotator.services.payload import AnnotationPayload, PayloadError, payload_
 from annotator.templatetags.annotator_tags import render_markdown
 from annotator.views.panel import panel_context
 from annotator.views.trace import viewer_context
+from traces.models import Trace
 from traces.viewer import trace_queryset
 
 SKIP_REASONS = (
@@ -72,10 +74,22 @@ def _page(
         "status": status or {"state": "idle", "version": panel["version"]},
         "guidelines_html": render_markdown(project.guidelines),
         "skip_reasons": SKIP_REASONS,
+        "position": queue_position(assignment),
     }
     return render(request, "annotator/annotate.html", context, status=code)
 
 
+def queue_position(assignment: Assignment) -> dict[str, int]:
+    """ "13 of 70": the traces this annotator finished, plus this one while it is still open."""
+    mine = Assignment.objects.filter(project_id=assignment.project_id, annotator_id=assignment.annotator_id)
+    total = mine.count()
+    done = mine.filter(status__in=(Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED)).count()
+    is_open = assignment.status in Assignment.OPEN_STATUSES
+    return {"number": min(total, done + 1) if is_open else done, "total": total}
+
+
+# no-store: after Submit, Back must fetch the page again rather than show the stale "To do" copy.
+@never_cache
 def annotate(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
     assignment = access_assignment(request.user, slug, assignment_id)
     extend_reservation(assignment)
@@ -131,7 +145,7 @@ def submit(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
         do_submit_annotation(assignment, payload, actor=request.user, base_version=base)
     except (PayloadError, AnnotationInvalid, AnnotationLocked, StaleAnnotation) as error:
         return _refused(request, assignment, error, base, payload)
-    messages.success(request, f"Submitted trace {assignment.trace_id}.")
+    messages.success(request, f"Submitted trace {_trace_name(assignment)}.")
     return _to_next(request, assignment)
 
 
@@ -147,8 +161,13 @@ def skip(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
     except (AnnotationInvalid, AnnotationLocked) as error:
         messages.error(request, " ".join(error.messages))
         return redirect("annotate", slug, assignment.pk)
-    messages.info(request, f"Skipped trace {assignment.trace_id}. You can reopen it from your queue.")
+    messages.info(request, f"Skipped trace {_trace_name(assignment)}. You can reopen it from your queue.")
     return _to_next(request, assignment)
+
+
+def _trace_name(assignment: Assignment) -> str:
+    """The trace's own id (what every page shows), not its database id; without loading the raw record."""
+    return Trace.objects.filter(pk=assignment.trace_id).values_list("external_id", flat=True).first() or ""
 
 
 def _base(request: HttpRequest) -> int:

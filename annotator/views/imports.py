@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.shortcuts import get_object_or_404, render
 
 from annotator.access import MANAGE_ROLES, access_project
@@ -12,7 +13,7 @@ from traces import importers
 
 def import_page(request, slug: str):
     project = access_project(request.user, slug, roles=MANAGE_ROLES)
-    error, job = "", None
+    error, job, problem_status = "", None, 400
     if request.method == "POST":
         try:
             job = do_queue_import(
@@ -24,10 +25,12 @@ def import_page(request, slug: str):
                 ignore_unknown_modes=request.POST.get("ignore_unknown_modes") == "on",
             )
         except UploadError as problem:
-            error = str(problem)
+            error, problem_status = str(problem), problem.status
         if request.htmx:
             if job is None:
-                return render(request, "annotator/partials/_import_error.html", {"error": error}, status=400)
+                return render(
+                    request, "annotator/partials/_import_error.html", {"error": error}, status=problem_status
+                )
             job.refresh_from_db()
             return render(request, "annotator/partials/_import_job.html", _job_context(project, job))
     return render(
@@ -39,6 +42,7 @@ def import_page(request, slug: str):
             "jobs": jobs_for_project(project)[:20],
             "error": error,
             "job": _job_context(project, job) if job else None,
+            "max_upload_mb": settings.IMPORT_MAX_UPLOAD_MB,
         },
     )
 

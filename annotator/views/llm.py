@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -52,7 +53,7 @@ def _config_context(project: Project, form: LLMConfigForm | None = None) -> dict
 
 def _prompt_context(project: Project, draft: str | None = None) -> dict[str, Any]:
     template = current_prompt(project)
-    trace = Trace.objects.filter(batch__projects=project).order_by("id").first()
+    trace = Trace.objects.in_project(project).order_by("id").first()
     preview = (
         messages_for(project, trace, template=template, budget=get_config(project).max_trace_chars)
         if trace
@@ -171,7 +172,7 @@ def start_run(request: HttpRequest, slug: str) -> HttpResponse:
     project = _owner(request, slug)
     form = StartRunForm(request.POST)
     if not form.is_valid():
-        error = "Choose a batch (and a limit of at least 1, if any)."
+        error = "Choose a batch (and a limit from 1 to 2,147,483,647, if any)."
         return _respond(request, project, "_llm_runs.html", _runs_context(project, form), error=error)
     try:
         run = do_start_run(
@@ -180,6 +181,7 @@ def start_run(request: HttpRequest, slug: str) -> HttpResponse:
             limit=form.cleaned_data["limit"],
             model=form.cleaned_data["model"] or None,
             actor=request.user,
+            background=settings.CELERY_TASK_ALWAYS_EAGER,  # no worker: never block this request on the run
         )
     except LLMRunError as problem:
         return _respond(request, project, "_llm_runs.html", _runs_context(project, form), error=str(problem))
@@ -209,7 +211,11 @@ def run_status(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
 def run_action(request: HttpRequest, slug: str, run_id: int, action: str) -> HttpResponse:
     project = _owner(request, slug)
     run = _run(project, run_id)
-    changed = do_stop_run(run) if action == "stop" else do_resume_run(run)
+    changed = (
+        do_stop_run(run)
+        if action == "stop"
+        else do_resume_run(run, background=settings.CELERY_TASK_ALWAYS_EAGER)
+    )
     error = "" if changed else f"Run {run.pk} is {run.status_label}: nothing to {action}."
     run.refresh_from_db()
     context = {

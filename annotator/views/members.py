@@ -11,10 +11,10 @@ from django.views.decorators.http import require_POST
 
 from annotator.access import MANAGE_ROLES, access_project
 from annotator.assignment_strategy import pair_counts
+from annotator.batches import visible_batches
 from annotator.models import Assignment, Membership, Role
 from annotator.services.assignment import do_add_member, do_remove_annotator
 from annotator.services.projects import ProjectSetupError, do_attach_batches, do_update_settings
-from traces.models import Batch
 
 
 def members(request: HttpRequest, slug: str) -> HttpResponse:
@@ -47,7 +47,9 @@ def members(request: HttpRequest, slug: str) -> HttpResponse:
             "memberships": [(m, workload.get(m.user_id)) for m in memberships],
             "roles": Role.choices,
             "batches": project.batches.order_by("name"),
-            "available_batches": Batch.objects.exclude(projects=project).order_by("-created_at")[:200],
+            "available_batches": visible_batches(request.user)
+            .exclude(projects=project)
+            .order_by("-created_at")[:200],
             "pair_rows": pair_rows,
         },
     )
@@ -97,12 +99,14 @@ def remove_member(request: HttpRequest, slug: str, membership_id: int) -> HttpRe
 @require_POST
 def attach_batch(request: HttpRequest, slug: str) -> HttpResponse:
     project = access_project(request.user, slug, roles=MANAGE_ROLES)
-    batch = Batch.objects.filter(pk=request.POST.get("batch") or 0).first()
-    if batch is None:
+    batch_id = request.POST.get("batch", "")
+    if not batch_id.isdigit():
         messages.error(request, "Choose a batch to add.")
-    else:
-        created = do_attach_batches(project, [batch])
-        messages.success(request, f"Batch {batch.name} added: {created} new assignments.")
+        return redirect("project-members", slug)
+    # Only a batch this owner may see: another project's batch answers 404, exactly like a missing one.
+    batch = get_object_or_404(visible_batches(request.user), pk=int(batch_id))
+    created = do_attach_batches(project, [batch])
+    messages.success(request, f"Batch {batch.name} added: {created} new assignments.")
     return redirect("project-members", slug)
 
 

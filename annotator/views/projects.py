@@ -9,12 +9,13 @@ from annotator.access import access_project
 from annotator.models import Assignment, Role
 from annotator.raters import human_q
 from annotator.views.queue import queue_context
+from traces.models import in_project_q
 
 
 def project_detail(request, slug: str):
     project = access_project(request.user, slug)
     # Human work only: an LLM rater's annotations are counted on the LLM page, not as progress.
-    counts = project.assignments.filter(human_q("annotator")).aggregate(
+    counts = project.assignments.filter(human_q("annotator"), in_project_q(project, "trace")).aggregate(
         total=Count("id"),
         submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
         drafts=Count("id", filter=Q(status=Assignment.Status.IN_PROGRESS)),

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 
 from annotator.access import LABEL_ROLES, access_project
 from annotator.models import AdjudicationItem, Assignment, Project
-from annotator.services.assignment import do_claim_next
+from annotator.services.assignment import do_claim_next, do_release_assignment
 
 DONE = (Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED)
 SUBMITTED_PER_PAGE = 25
@@ -67,10 +67,23 @@ def queue_context(request: HttpRequest, project: Project) -> dict[str, Any]:
 def start_next(request: HttpRequest, slug: str) -> HttpResponse:
     """Claim the next free slot (a short reservation, so another tab gets a different one) and open it."""
     project = access_project(request.user, slug, roles=LABEL_ROLES)
-    assignment = do_claim_next(project, request.user)
+    # From the annotation page (`g`): the trace being left is either kept (its reservation stands, so it
+    # waits under Drafts) or released back to the queue; either way "next" means another trace.
+    leaving = _leaving(request, project)
+    if leaving is not None and request.POST.get("then") == "release":
+        do_release_assignment(leaving)
+    assignment = do_claim_next(project, request.user, exclude=[leaving.pk] if leaving else ())
     if assignment is None:
         messages.info(
             request, "Nothing left to start: your queue is empty (drafts open in other tabs stay reserved)."
         )
         return redirect("project-detail", slug)
     return redirect("annotate", slug, assignment.pk)
+
+
+def _leaving(request: HttpRequest, project: Project) -> Assignment | None:
+    try:
+        current = int(request.POST.get("current", ""))
+    except ValueError:
+        return None
+    return Assignment.objects.filter(project=project, annotator=request.user, pk=current).first()

@@ -3,8 +3,9 @@
  * Trace text never passes through innerHTML here: new DOM (evidence pins) is built with textContent and
  * input.value, and every event handler is attached from this file (no inline handlers).
  *
- * Keys: j/k step, / search, n/N hits, 1-9 toggle visible modes, p pin, d definition, s submit, x skip,
- * g next trace, ? help, Esc close.
+ * Keys: j/k step, / search, n/N hits, digits toggle a mode by the number on its chip (two digits, e.g. 1 2,
+ * for the tenth mode onwards), p pin, d definition, s submit, x skip, g next trace (asks: keep or release),
+ * ? help, Esc close. Errors go through window.siteErrors (static/js/site.js), the site's one error channel.
  */
 (function () {
   "use strict";
@@ -13,16 +14,8 @@
   if (!root) return;
   var form = document.getElementById("label-form");
   var state = { current: null, activeMode: null, pendingFocus: null, elapsed: 0, sent: 0, dirty: false };
-
-  // 409 (stale) and 422 (invalid) answers carry the status partial: swap them instead of dropping them.
-  if (window.htmx) {
-    htmx.config.responseHandling = [
-      { code: "204", swap: false },
-      { code: "[23]..", swap: true },
-      { code: "409|422", swap: true, error: false },
-      { code: "[45]..", swap: false, error: true },
-    ];
-  }
+  // 409 (stale) and 422 (invalid) answers carry the status partial; site.js swaps them and focuses the error.
+  var stepCount = Number(root.dataset.stepCount);
 
   // ---- steps -------------------------------------------------------------------------------------
   function stepsBox() { return document.getElementById("trace-steps"); }
@@ -117,9 +110,37 @@
     });
   }
 
+  // Every mode has a fixed number in panel order (subtypes included), shown on its chip. With ten or more
+  // modes, a digit that starts a longer number waits briefly for the next one: "1" then "2" is mode 12.
+  function allModes() { return form ? Array.prototype.slice.call(form.querySelectorAll(".mode-row")) : []; }
+
   function renumber() {
-    form.querySelectorAll(".mode-key").forEach(function (k) { k.textContent = ""; });
-    visibleModes().slice(0, 9).forEach(function (row, i) { row.querySelector(".mode-key").textContent = String(i + 1); });
+    allModes().forEach(function (row, i) {
+      var key = row.querySelector(".mode-key");
+      key.textContent = String(i + 1);
+      key.classList.toggle("chord", i >= 9);
+      key.title = i >= 9 ? "Press " + String(i + 1).split("").join(" then ") : "Press " + (i + 1);
+    });
+  }
+
+  var chord = { buffer: "", timer: null };
+  function digit(d) {
+    clearTimeout(chord.timer);
+    chord.buffer += d;
+    var n = Number(chord.buffer);
+    var total = allModes().length;
+    var longer = n > 0 && n * 10 <= total; // some mode's number starts with these digits and is longer
+    if (!longer) return fireChord();
+    toast(chord.buffer + "… (next digit, or wait)");
+    chord.timer = setTimeout(fireChord, 900);
+  }
+  function fireChord() {
+    clearTimeout(chord.timer);
+    var typed = chord.buffer;
+    chord.buffer = "";
+    var n = Number(typed);
+    if (n >= 1 && n <= allModes().length) toggleMode(n - 1);
+    else toast("No mode " + typed);
   }
 
   function rowOf(code) { return form.querySelector('.mode-row[data-mode="' + CSS.escape(code) + '"]'); }
@@ -151,8 +172,10 @@
   function changed(el) { (el || form).dispatchEvent(new Event("change", { bubbles: true })); }
 
   function toggleMode(n) {
-    var row = visibleModes()[n];
+    var row = allModes()[n];
     if (!row || !form || form.querySelector("fieldset[disabled]")) return;
+    // A mode inside a collapsed category or subtype list opens it, so the change is seen.
+    for (var d = row.parentElement.closest("details"); d; d = d.parentElement.closest("details")) d.open = true;
     var input = box(row);
     input.checked = !input.checked;
     syncRow(row);
@@ -211,7 +234,7 @@
 
   function pin(row) {
     row = row || (state.activeMode && rowOf(state.activeMode));
-    if (!row) return toast("Toggle a mode first (1–9), then press p");
+    if (!row) return toast("Toggle a mode first (its number), then press p");
     var picked = selectedQuote();
     var step = picked ? picked.step : state.current;
     if (step === null) return toast("Select a step first (j/k or click)");
@@ -279,16 +302,76 @@
     if (button && !button.disabled) button.click();
   }
 
-  function nextTrace() {
-    var next = document.getElementById("next-form");
-    if (!next) return;
-    if (state.dirty && form && form.getAttribute("hx-post")) {
-      // Flush the pending autosave first, so leaving never loses the last change.
-      htmx.ajax("POST", form.dataset.saveUrl, { source: form, target: "#save-status", swap: "outerHTML" })
-        .then(function () { next.requestSubmit(); });
-    } else {
-      next.requestSubmit();
+  // ---- checks before sending: the same rules the server applies, shown next to Submit ----------------
+  function checkProblems() {
+    var list = [];
+    var chosen = Array.prototype.slice.call(form.querySelectorAll('input[name="labels"]:checked'));
+    var none = form.querySelector('input[name="no_failure"]');
+    none = none && none.checked;
+    if (!chosen.length && !none) list.push("Choose at least one failure mode, or tick “No failure observed”.");
+    if (chosen.length && none) list.push("Choose either failure modes or “No failure observed”, not both.");
+    if (root.dataset.labelling === "single" && chosen.length && !form.querySelector('input[name="primary"]:checked')) {
+      list.push("Choose which failure mode is the primary one.");
     }
+    list = list.concat(evidenceProblems());
+    return list;
+  }
+
+  function evidenceProblems() {
+    var list = [];
+    if (!stepCount) return list;
+    form.querySelectorAll('.pins input[type="hidden"]').forEach(function (input) {
+      var step;
+      try { step = JSON.parse(input.value).step; } catch (e) { return; }
+      if (step >= stepCount) {
+        list.push("Evidence step " + step + " for " + input.name.slice("evidence:".length) +
+          " does not exist: this trace's steps are #0 to #" + (stepCount - 1) + ". Remove that pin.");
+      }
+    });
+    return list;
+  }
+
+  // The message goes into #client-check, next to Submit; `keepFocus`: a field the user is typing in.
+  function checkFailed(list, keepFocus) {
+    var region = document.getElementById("client-check");
+    if (!region || !window.siteErrors) { toast(list.join(" ")); return false; }
+    window.siteErrors.show(list.join(" "), region);
+    if (keepFocus) keepFocus.focus();
+    return false;
+  }
+  function clearCheck() { var region = document.getElementById("client-check"); if (region) region.hidden = true; }
+
+  // ---- next trace: keep the draft or release the trace ------------------------------------------------
+  function nextTrace() {
+    var dialog = openDialog("next-dialog");
+    if (!dialog) return;
+    var keep = dialog.querySelector('[data-action="keep-draft"]') || dialog.querySelector('button[type="submit"]');
+    if (keep) keep.focus();
+  }
+
+  function leave(then) {
+    var next = document.getElementById("next-form");
+    var editable = form && form.getAttribute("hx-post") && form.dataset.submitted !== "1";
+    var go = function () {
+      var input = document.createElement("input");
+      input.type = "hidden";
+      input.name = "then";
+      input.value = then;
+      next.appendChild(input);
+      state.dirty = false;
+      next.submit();
+    };
+    if (!editable || (then !== "keep" && !state.dirty)) return go();
+    // Store the draft first: kept, the trace waits under Drafts with the last change in it; released, an
+    // unsaved change is still not lost.
+    var answered = function (e) {
+      if (e.detail.elt !== form) return;
+      document.body.removeEventListener("htmx:afterRequest", answered);
+      if (e.detail.successful) go();
+      else closeDialogs(); // the save was refused: site.js has put the reason next to Submit
+    };
+    document.body.addEventListener("htmx:afterRequest", answered);
+    htmx.ajax("POST", form.dataset.saveUrl, { source: form, target: "#save-status", swap: "outerHTML" });
   }
 
   // ---- events ------------------------------------------------------------------------------------
@@ -307,6 +390,12 @@
       if (e.target.classList.contains("pin-number")) pinNumber(e.target.closest(".mode-row"));
       return;
     }
+    var nextOpen = document.querySelector("#next-dialog[open]");
+    if (nextOpen && !typing && e.key === "r" && nextOpen.querySelector('[data-action="release"]')) {
+      e.preventDefault();
+      leave("release");
+      return;
+    }
     if (typing || document.querySelector("dialog[open]:not(#help-dialog)")) return;
     var key = e.key;
     if (key === "j") move(1);
@@ -320,7 +409,7 @@
     else if (key === "x" && form) openSkip();
     else if (key === "g") nextTrace();
     else if (key === "?") { var h = document.getElementById("help-dialog"); if (h.open) h.close(); else h.showModal(); }
-    else if (/^[1-9]$/.test(key) && form) toggleMode(Number(key) - 1);
+    else if (/^[0-9]$/.test(key) && form) digit(key);
     else return;
     e.preventDefault();
   });
@@ -336,6 +425,9 @@
     var input = row.querySelector(".pin-number");
     var n = parseInt(input.value, 10);
     if (isNaN(n) || n < 0) return toast("Type a step number");
+    if (stepCount && n >= stepCount) {
+      return checkFailed(["Step " + n + " does not exist: this trace's steps are #0 to #" + (stepCount - 1) + "."], input);
+    }
     input.value = "";
     if (!box(row).checked) { box(row).checked = true; syncRow(row); }
     setActive(row);
@@ -357,6 +449,8 @@
     var name = action.dataset.action;
     var row = action.closest(".mode-row");
     if (name === "help") openDialog("help-dialog");
+    else if (name === "next") { e.preventDefault(); nextTrace(); }
+    else if (name === "keep-draft" || name === "release") { e.preventDefault(); leave(name === "release" ? "release" : "keep"); }
     else if (name === "guidelines") openDialog("guidelines-dialog");
     else if (name === "close-dialog") action.closest("dialog").close();
     else if (name === "skip") openSkip();
@@ -390,8 +484,16 @@
       }
       if (t.name === "no_failure") form.classList.toggle("is-no-failure", t.checked);
     });
-    form.addEventListener("toggle", renumber, true);
+    form.addEventListener("change", clearCheck);
     renumber();
+    // Submit is checked here first: what would be refused is said next to Submit, and nothing is sent.
+    var submitButton = form.querySelector('[data-action="submit"]');
+    if (submitButton) {
+      submitButton.addEventListener("htmx:confirm", function (e) {
+        var list = checkProblems();
+        if (list.length) { e.preventDefault(); checkFailed(list); }
+      });
+    }
   }
 
   document.body.addEventListener("htmx:configRequest", function (e) {
@@ -416,9 +518,14 @@
   window.addEventListener("beforeunload", function (e) {
     if (state.dirty && form && form.getAttribute("hx-post")) { e.preventDefault(); e.returnValue = ""; }
   });
-  document.getElementById("next-form") && document.getElementById("next-form").addEventListener("submit", function () {
-    state.dirty = false;
-  });
+  var nextForm = document.getElementById("next-form");
+  if (nextForm) {
+    nextForm.addEventListener("submit", function (e) {
+      // Enter on the dialog's default button, or a plain click: route it through leave() (it saves first).
+      e.preventDefault();
+      leave(e.submitter && e.submitter.value === "release" ? "release" : "keep");
+    });
+  }
   var skipForm = document.querySelector("#skip-dialog form");
   if (skipForm) skipForm.addEventListener("submit", function () { state.dirty = false; });
 

@@ -23,6 +23,37 @@
     input.files = event.dataTransfer.files;
     showFiles();
   });
+  // Too large for the server (IMPORT_MAX_UPLOAD_MB): say so now instead of sending it all to be refused.
+  const form = document.getElementById("import-form");
+  const result = document.getElementById("import-result");
+  const maxMb = Number(form && form.dataset.maxUploadMb);
+  function showError(text) {
+    const box = document.createElement("div");
+    box.className = "card error";
+    box.id = "import-error";
+    box.setAttribute("role", "alert");
+    box.textContent = text;
+    result.replaceChildren(box);
+  }
+  document.body.addEventListener("htmx:beforeRequest", (event) => {
+    if (event.detail.elt !== form || !maxMb) return;
+    let total = 0;
+    for (const file of input.files) total += file.size;
+    if (total > maxMb * 1024 * 1024) {
+      event.preventDefault();
+      showError(`These files are ${(total / 1048576).toFixed(1)} MB; at most ${maxMb} MB can be sent at once. ` +
+        "Send them in several imports into the same batch.");
+    }
+  });
+  // The server's 400 and 413 answers carry the message: show them where the result would be.
+  document.body.addEventListener("htmx:beforeSwap", (event) => {
+    const status = event.detail.xhr.status;
+    const source = event.detail.requestConfig && event.detail.requestConfig.elt;
+    if (source === form && (status === 400 || status === 413)) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
   document.body.addEventListener("htmx:xhr:progress", (event) => {
     if (bar && event.detail.lengthComputable) bar.value = (event.detail.loaded / event.detail.total) * 100;
   });

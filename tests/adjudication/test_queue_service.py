@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 
 from annotator.models import AdjudicationItem, Annotation, GoldHistory, GoldLabel, LabelApplication
+from annotator.raters import get_imported_rater, get_llm_rater
 from annotator.services.adjudication import (
     AdjudicationConflict,
     AdjudicationInvalid,
@@ -120,8 +121,8 @@ def test_the_submit_hook_runs_the_check(
 
 
 def test_imported_annotators_count_and_llm_raters_do_not(project, trace, annotator_a):
-    imported = UserFactory(username="imported-ann", is_active=False)
-    llm = UserFactory(username="llm:qwen2.5-7b")
+    imported, _ = get_imported_rater("published", "imported-ann")
+    llm = get_llm_rater("qwen2.5-7b")
     add_member(project, imported, "annotator")
     add_member(project, llm, "annotator")
     submit(project, trace, annotator_a, {"FM-1.1": [2]})

@@ -9,12 +9,12 @@ import warnings
 
 import numpy as np
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from nltk.metrics.distance import masi_distance as nltk_masi
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from annotator.agreement.report import NO_PRIMARY
+from annotator.models import Rater, RaterKind
 from tests.agreement._reference import irrcac, krippendorff_nominal, sklearn_cohen, statsmodels_fleiss
 from tests.factories import ProjectFactory, add_member, trace_with_steps
 
@@ -109,7 +109,8 @@ def test_two_annotators_with_missing_labels_match_the_references(tmp_path, mast,
     report = import_and_report(tmp_path, project, traces, ratings, codes, ["alice", "bob"], 21)
 
     assert report["schema"] == 1
-    assert [r["username"] for r in report["raters"]] == ["alice", "bob"]
+    # Imported raters are namespaced by their file (ref-two.jsonl).
+    assert [r["username"] for r in report["raters"]] == ["ref-two/alice", "ref-two/bob"]
     assert report["counts"]["annotations"] == int((ratings[:, :, 0] >= 0).sum())
     assert report["kappa_statistic"] == "cohen_kappa"
     for k, row in enumerate(report["modes"]):
@@ -125,7 +126,7 @@ def test_two_annotators_with_missing_labels_match_the_references(tmp_path, mast,
         assert low <= value(row["cohen_kappa"]) <= high and row["kappa_ci"]["n_resamples"] == 1000
     assert value(report["masi_alpha"]["alpha"]) == pytest.approx(nltk_masi_alpha(ratings), abs=TOL)
     (pair,) = report["pairs"]
-    assert (pair["a"], pair["b"]) == ("alice", "bob")
+    assert (pair["a"], pair["b"]) == ("ref-two/alice", "ref-two/bob")
     assert [value(m["cohen_kappa"]) for m in pair["modes"]] == [
         value(m["cohen_kappa"]) for m in report["modes"]
     ]
@@ -139,8 +140,8 @@ def test_three_complete_annotators_match_statsmodels_and_pairwise_sklearn(tmp_pa
     path = tmp_path / "three.jsonl"
     write_jsonl(path, traces, ratings, codes, raters, 22)
     call_command("import_annotations", str(path), project=project.slug, stdout=io.StringIO())
-    # The importer makes usernames safe ("llm-..."); the LLM runner's rater user is "llm:<model>".
-    get_user_model().objects.filter(username="llm-qwen2.5-7b").update(username=raters[2])
+    # Imported labels are by imported raters; here one of them stands in for an LLM rater (the kind column).
+    Rater.objects.filter(user__username="three/llm-qwen2.5-7b").update(kind=RaterKind.LLM)
     report = run_report(project.slug)
 
     assert report["kappa_statistic"] == "fleiss_kappa"
@@ -152,10 +153,11 @@ def test_three_complete_annotators_match_statsmodels_and_pairwise_sklearn(tmp_pa
         assert value(row["gwet_ac1"]) == pytest.approx(irrcac(column, "gwet")["coefficient_value"], abs=TOL)
         assert row["cohen_kappa"]["undefined_code"] == "not_two_raters"
     assert value(report["masi_alpha"]["alpha"]) == pytest.approx(nltk_masi_alpha(ratings), abs=TOL)
+    names = [f"three/{name.replace(':', '-')}" for name in raters]
     assert [(p["a"], p["b"]) for p in report["pairs"]] == [
-        (raters[0], raters[1]),
-        (raters[0], raters[2]),
-        (raters[1], raters[2]),
+        (names[0], names[1]),
+        (names[0], names[2]),
+        (names[1], names[2]),
     ]
     for pair, (a, b) in zip(report["pairs"], [(0, 1), (0, 2), (1, 2)], strict=True):
         assert pair["n_boot"] == 200
@@ -170,9 +172,9 @@ def test_filters_restrict_the_raters(tmp_path, mast, owner):
     project, traces = make_project(mast, owner, 40, "ref-filter")
     ratings = random_ratings(23, len(traces), 3, len(codes), missing=0.0)
     import_and_report(tmp_path, project, traces, ratings, codes, ["eve", "fay", "gus"], 23)
-    report = run_report(project.slug, "--annotators", "eve,gus")
-    assert report["filters"] == {"annotators": ["eve", "gus"]}
-    assert [r["username"] for r in report["raters"]] == ["eve", "gus"]
+    report = run_report(project.slug, "--annotators", "ref-filter/eve,ref-filter/gus")
+    assert report["filters"] == {"annotators": ["ref-filter/eve", "ref-filter/gus"]}
+    assert [r["username"] for r in report["raters"]] == ["ref-filter/eve", "ref-filter/gus"]
     for k, row in enumerate(report["modes"]):
         expected = sklearn_cohen(ratings[:, 0, k], ratings[:, 2, k])
         assert value(row["cohen_kappa"]) == pytest.approx(expected, abs=TOL)
@@ -203,7 +205,10 @@ def test_single_primary_nominal_agreement_and_confusion_matrix(tmp_path, taxonom
         section["confusion"]["matrix"]
         == confusion_matrix(primary[both, 0], primary[both, 1], labels=labels).tolist()
     )
-    assert (section["confusion"]["rows"], section["confusion"]["columns"]) == ("hal", "ivy")
+    assert (section["confusion"]["rows"], section["confusion"]["columns"]) == (
+        "ref-primary/hal",
+        "ref-primary/ivy",
+    )
     # Subtypes: fine modes in the main table, and rolled up to their parents in the coarse table.
     parent_of = dict(version.modes.filter(parent__isnull=False).values_list("code", "parent__code"))
     assert [row["code"] for row in report["coarse_modes"]] == [c for c in codes if c not in parent_of]

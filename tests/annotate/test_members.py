@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from annotator.models import Assignment, Membership
-from tests.factories import BatchFactory, UserFactory, trace_with_steps
+from tests.factories import BatchFactory, ProjectFactory, UserFactory, trace_with_steps
 
 
 def test_only_owners_manage(client, project, traces, annotator_a, outsider):
@@ -57,13 +57,41 @@ def test_the_last_owner_cannot_be_removed(client, project, owner):
 
 
 def test_attaching_a_batch_assigns_its_traces(client, project, owner):
-    batch = BatchFactory(name="fresh")
+    batch = BatchFactory(name="fresh", imported_by=owner)
     for _ in range(3):
         trace_with_steps(2, batch=batch)
     client.force_login(owner)
     client.post(f"/p/{project.slug}/batches/attach/", {"batch": batch.pk})
     assert project.batches.filter(pk=batch.pk).exists()
     assert Assignment.objects.filter(project=project, trace__batch=batch).count() == 6
+
+
+def test_another_projects_batch_is_neither_listed_nor_attachable(client, project, owner, mast):
+    other_owner = UserFactory(username="olga")
+    other = ProjectFactory(slug="other", taxonomy_version=mast)
+    Membership.objects.create(project=other, user=other_owner, role="owner")
+    secret = BatchFactory(name="their-secret-batch", imported_by=other_owner)
+    trace_with_steps(2, batch=secret)
+    other.batches.add(secret)
+    mine = BatchFactory(name="my-own-batch", imported_by=owner)
+    client.force_login(owner)
+    html = client.get(f"/p/{project.slug}/members/").content.decode()
+    assert "my-own-batch" in html and "their-secret-batch" not in html
+    response = client.post(f"/p/{project.slug}/batches/attach/", {"batch": secret.pk})
+    assert response.status_code == 404  # the same answer as for a batch that does not exist
+    assert not project.batches.filter(pk=secret.pk).exists()
+    assert client.post(f"/p/{project.slug}/batches/attach/", {"batch": 999999}).status_code == 404
+    assert client.post(f"/p/{project.slug}/batches/attach/", {"batch": mine.pk}).status_code == 302
+
+
+def test_staff_see_and_attach_any_batch(client, project, owner):
+    owner.is_staff = True
+    owner.save()
+    batch = BatchFactory(name="anyones-batch")
+    client.force_login(owner)
+    assert "anyones-batch" in client.get(f"/p/{project.slug}/members/").content.decode()
+    client.post(f"/p/{project.slug}/batches/attach/", {"batch": batch.pk})
+    assert project.batches.filter(pk=batch.pk).exists()
 
 
 def test_settings_are_validated(client, project, owner):

@@ -9,9 +9,11 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotator.models import Annotation, Export
-from tests.factories import ProjectFactory, add_member
+from annotator.services.imports import do_import_traces
+from tests.factories import ProjectFactory, UserFactory, add_member
+from traces.exports import stored_content_hash
 from traces.importers import detect_source
-from traces.models import Step, Trace
+from traces.models import Batch, Step, Trace
 
 
 def run(*args: str) -> str:
@@ -32,7 +34,7 @@ def labels_of(project) -> set:
     }
 
 
-def test_an_exported_folder_imports_into_another_project_with_its_labels(labelled, owner, mast, tmp_path):
+def test_an_exported_folder_imports_into_another_project_with_its_labels(labelled, mast, tmp_path):
     out = tmp_path / "published"
     output = run("export_dataset", labelled.slug, "--out", str(out), "--license", "cc0-1.0")
     assert (
@@ -41,11 +43,13 @@ def test_an_exported_folder_imports_into_another_project_with_its_labels(labelle
     assert Export.objects.get().status == "succeeded" and Export.objects.get().path == str(out)
     assert detect_source(out) == "hf_export"
 
+    # Another team, who cannot see the original batches, imports the published folder as its own traces.
+    olga = UserFactory(username="olga")
     copy = ProjectFactory(taxonomy_version=mast, slug="copy")
-    add_member(copy, owner, "owner")
-    output = run("import_traces", str(out), "--batch", "copy-1", "--project", "copy")
-    assert "hf_export, 4 traces, 18 steps added" in output
-    assert "Labels: 4 annotations imported" in output
+    add_member(copy, olga, "owner")
+    result, labels = do_import_traces([(out, "published")], batch_name="copy-1", user=olga, project=copy)
+    assert (result.traces, result.steps, result.duplicates) == (4, 18, 0)
+    assert labels.created == 4
 
     originals = {t.external_id: t for t in Trace.objects.filter(batch__name__in=["run-1", "run-2"])}
     for trace in Trace.objects.filter(batch__name="copy-1"):
@@ -57,18 +61,36 @@ def test_an_exported_folder_imports_into_another_project_with_its_labels(labelle
             original.score,
             original.metadata,
         )
+        assert trace.content_hash == stored_content_hash(original)  # the same content, whatever the container
         fields = ("index", "parent_index", "kind", "content", "tool_name", "tool_args", "tokens")
         assert list(Step.objects.filter(trace=trace).values_list(*fields)) == list(
             Step.objects.filter(trace=original).values_list(*fields)
         )
+    # The published pseudonyms are raters of that dataset, never merged with anyone else's "annotator-1".
     pseudonymous = {
-        (trace, {"ana-annotator": "annotator-1", "ben-annotator": "annotator-2"}[who], nothing, labels)
+        (
+            trace,
+            {"ana-annotator": "published/annotator-1", "ben-annotator": "published/annotator-2"}[who],
+            nothing,
+            labels,
+        )
         for trace, who, nothing, labels in labels_of(labelled)
     }
     assert labels_of(copy) == pseudonymous
 
-    again = run("import_traces", str(out), "--batch", "copy-1", "--project", "copy")
-    assert "Nothing new" in again and "4 unchanged" in again
+    again, labels = do_import_traces([(out, "published")], batch_name="copy-1", user=olga, project=copy)
+    assert (again.traces, again.duplicates, labels.created, labels.unchanged) == (0, 4, 0, 4)
+
+
+def test_reimporting_an_exported_folder_into_the_same_database_adds_no_trace(labelled, tmp_path):
+    for trace in Trace.objects.all():  # factories make up a hash; give the rows their real content key
+        Trace.objects.filter(pk=trace.pk).update(content_hash=stored_content_hash(trace))
+    out = tmp_path / "published"
+    run("export_dataset", labelled.slug, "--out", str(out), "--license", "cc0-1.0")
+    before = Trace.objects.count()
+    output = run("import_traces", str(out), "--batch", "again", "--project", labelled.slug)
+    assert Trace.objects.count() == before and "Nothing new" in output
+    assert not Batch.objects.filter(name="again").exists()  # an import that adds nothing makes no batch
 
 
 def test_a_hub_repo_id_reads_the_same_configs(labelled, tmp_path, monkeypatch):

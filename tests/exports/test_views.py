@@ -146,3 +146,26 @@ def test_the_api_is_in_the_openapi_schema(client, owner):
     schema = client.get(reverse("api-schema")).content.decode()
     assert "/api/projects/{slug}/exports/" in schema and "/api/projects/{slug}/exports/{export_id}/" in schema
     assert "hf_token" in schema and "writeOnly: true" in schema
+
+
+def test_an_export_whose_task_cannot_be_sent_fails_with_a_reason_on_its_card(
+    client, labelled, owner, django_capture_on_commit_callbacks, monkeypatch
+):
+    from kombu.exceptions import OperationalError
+
+    from annotator.celery import app
+    from annotator.services import enqueue
+
+    def refuse(self, args=None, kwargs=None, **options):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(enqueue, "is_eager", lambda: False)
+    monkeypatch.setattr(type(app.tasks["annotator.exports.run"]), "apply_async", refuse)
+    client.force_login(owner)
+    assert start(client, labelled, django_capture_on_commit_callbacks).status_code == 200
+    export = Export.objects.get()
+    assert export.status == "failed" and export.finished_at is not None
+    job_url = reverse("project-export-job", args=[labelled.slug, export.pk])
+    job = client.get(job_url, HTTP_HX_REQUEST="true").content.decode()
+    assert "Could not reach the task queue" in job and "hx-get" not in job
+    assert "6379" not in job  # the broker's address stays in the log

@@ -30,6 +30,7 @@ def labelled(project, batch, llm_config, chat_server, clock, annotator_a, annota
             project,
             [IncomingAnnotation(trace, AnnotationRecord(user.username, [LabelRecord(code, [0]) for code in sorted(chosen)], no_failure=not chosen))
              for trace, chosen in zip(traces, sets, strict=True)],
+            rater_map={user.username: user.username},  # labels of the project's own annotators
         )  # fmt: skip
     modes = {mode.code: mode for mode in FailureMode.objects.filter(version=project.taxonomy_version)}
     for trace, chosen in zip(traces, GOLD, strict=True):
@@ -101,3 +102,30 @@ def test_the_page_shows_the_llm_against_humans_and_gold(client, project, owner, 
 def test_without_llm_labels_the_agreement_section_says_so(client, project, owner):
     client.force_login(owner)
     assert "No LLM rater has labelled" in client.get(f"/p/{project.slug}/llm/agreement/").content.decode()
+
+
+def test_an_annotation_submitted_while_the_comparison_reads_is_left_for_the_next_one(
+    project, labelled, batch, annotator_a, monkeypatch
+):
+    """The audit's KeyError race: labels read after the annotation rows include an annotation submitted in
+    between. The comparison must go on without it, not answer 500."""
+    from annotator.models import Annotation, Assignment, LabelApplication
+    from annotator.services import llm_agreement as module
+
+    late_trace = trace_with_steps(3, batch=batch)
+    real = LabelApplication.objects
+
+    class SubmittedMeanwhile:
+        def filter(self, **kwargs):
+            slot = Assignment.objects.create(project=project, trace=late_trace, annotator=annotator_a)
+            annotation = Annotation.objects.create(
+                assignment=slot, status="submitted", submitted_at=slot.created_at
+            )
+            mode = FailureMode.objects.get(version=project.taxonomy_version, code="FM-1.1")
+            LabelApplication.objects.create(annotation=annotation, mode=mode)
+            return real.filter(**kwargs)
+
+    monkeypatch.setattr(module, "LabelApplication", type("Racing", (), {"objects": SubmittedMeanwhile()}))
+    [entry] = llm_agreement(project, n_boot=20)
+    by_other = {c["against"]: c for c in entry["comparisons"]}
+    assert by_other["ana-annotator"]["n_items"] == len(LLM)  # the late annotation waits for the next run

@@ -18,7 +18,7 @@ def test_an_owner_starts_a_run_and_reads_its_status(
 ):
     sent = []
     monkeypatch.setattr(
-        "annotator.tasks.run_llm_job.delay", lambda *args, **kwargs: sent.append((args, kwargs))
+        "annotator.tasks.run_llm_job.apply_async", lambda args, **kwargs: sent.append((tuple(args), kwargs))
     )
     client.force_login(owner)
     with django_capture_on_commit_callbacks(execute=True):

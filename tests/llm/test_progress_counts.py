@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
-
 from annotator.models import Assignment, Membership
-from annotator.raters import llm_username
+from annotator.raters import get_llm_rater
 from tests.factories import BatchFactory, trace_with_steps
 
 
@@ -13,7 +11,7 @@ def test_the_project_page_counts_human_assignments_only(client, project, owner, 
     batch = BatchFactory()
     project.batches.add(batch)
     trace = trace_with_steps(3, batch=batch)
-    model = get_user_model().objects.create(username=llm_username("qwen2.5-7b"), is_active=False)
+    model = get_llm_rater("qwen2.5-7b")
     Membership.objects.create(project=project, user=model, role="annotator")
     Assignment.objects.create(project=project, trace=trace, annotator=model, status="submitted")
     Assignment.objects.create(project=project, trace=trace, annotator=annotator_a, status="pending")

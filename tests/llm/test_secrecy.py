@@ -28,7 +28,7 @@ def test_the_key_is_sent_to_the_endpoint_and_nowhere_else(
     do_store_key(project, SECRET, actor=owner)
     sent = []
     monkeypatch.setattr(
-        "annotator.tasks.run_llm_job.delay", lambda *args, **kwargs: sent.append((args, kwargs))
+        "annotator.tasks.run_llm_job.apply_async", lambda args, **kwargs: sent.append((tuple(args), kwargs))
     )
     client.force_login(owner)
     with django_capture_on_commit_callbacks(execute=True):

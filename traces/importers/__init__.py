@@ -27,6 +27,7 @@ from . import (
     hf_dataset,
     hf_export,
     inspect_ai,
+    limits,
     mast_full,
     mast_labelled,
     native,
@@ -95,12 +96,13 @@ def _is_empty(head: bytes) -> bool:
 def detect_head(head: bytes, filename: str) -> str:
     """Format name for a file's first bytes and name; TraceFormatError when nothing matches."""
     if _is_empty(head):
-        raise TraceFormatError("the file is empty", file=filename)
+        raise TraceFormatError("the file is empty: there are no traces in it", file=filename)
     found = _sniffed(head, filename)
     if found is None:
         raise TraceFormatError(
             f"unknown format: the file is {describe_head(head, filename)}, which matches none of the "
-            f"known formats ({_known()}); choose the format if you know it",
+            f"known formats ({_known()}); choose its format if you know it (the Format list when uploading, "
+            "--format on the command line)",
             file=filename,
         )
     return found
@@ -153,7 +155,7 @@ def check_forced_format(head: bytes, filename: str, fmt: str) -> None:
     """A forced format must fit the file: an empty file, or a file that another format recognises and the
     forced one does not, is an error naming both (a file no format recognises is left to the parser)."""
     if _is_empty(head):
-        raise TraceFormatError("the file is empty", file=filename)
+        raise TraceFormatError("the file is empty: there are no traces in it", file=filename)
     module = FORMATS[fmt]
     if module.sniff(head, filename):
         return
@@ -224,6 +226,40 @@ def iter_records(path: Path, fmt: str | None = None) -> Iterator[TraceRecord]:
         yield from parse_file(fh, str(path), head, fmt)
 
 
+def _position(record: TraceRecord) -> str:
+    return f"line {record.line_no}" if record.line_no is not None else f"record {record.record_no}"
+
+
+def guarded(records: Iterable[TraceRecord], filename: str) -> Iterator[TraceRecord]:
+    """The records of one file, each checked before it may become rows: no larger than the record
+    limit (its JSON is what the database stores; depth was checked as the bytes were parsed), and no
+    trace id used twice in the file (the second would be a different trace under the same name, or the
+    same one counted twice).
+
+    The import service applies it; the parsers alone stay constant-memory (the ids seen are not).
+    """
+    first_seen: dict[str, str] = {}
+    for record in records:
+        here = _position(record)
+        line = record.line_no
+        number = None if line is not None else (record.record_no or None)
+        extra = 0 if record.raw is not None else sum(len(step.content) for step in record.steps)
+        try:
+            limits.check_record(record.raw, extra_bytes=extra)
+        except limits.LimitExceeded as exc:
+            raise TraceFormatError(str(exc), file=filename, record=number, line=line) from None
+        first = first_seen.setdefault(record.external_id, here)
+        if first != here:
+            raise TraceFormatError(
+                f"duplicate trace id {record.external_id!r}: {here} repeats the id of {first}; "
+                "every trace in a file needs its own id",
+                file=filename,
+                record=number,
+                line=line,
+            )
+        yield record
+
+
 def is_source(path: Path | str) -> bool:
     """A folder or an ``hf://owner/name`` repo id: read whole by a source format, not streamed as a file."""
     return str(path).startswith(HF_PREFIX) or Path(path).is_dir()
@@ -274,6 +310,7 @@ __all__ = [
     "detect_head",
     "detect_source",
     "get_format",
+    "guarded",
     "is_source",
     "iter_records",
     "iter_source",

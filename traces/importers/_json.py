@@ -16,6 +16,7 @@ from typing import Any, BinaryIO
 
 import ijson
 
+from . import limits
 from .records import TraceFormatError
 
 HEAD_SIZE = 64 * 1024
@@ -41,10 +42,26 @@ class NanFilter:
         self._in_string = False
         self._eof = False
         self.bytes_read = 0
+        self._scanner = limits.JsonScanner()
 
     def read(self, size: int = -1) -> bytes:
         if size == 0:  # ijson probes read(0) to tell bytes from text streams
             return b""
+        if self._scanner.error is not None:
+            raise self._scanner.error
+        return self._bounded(self._read(size))
+
+    def _bounded(self, out: bytes) -> bytes:
+        """Pass on the bytes within the limits; the error comes with the next read, once the parser
+        has finished (and counted) every record before the offending byte."""
+        ok = self._scanner.feed(out)
+        if ok < len(out):
+            if ok == 0:
+                raise self._scanner.error
+            return out[:ok]
+        return out
+
+    def _read(self, size: int) -> bytes:
         while True:
             if self._eof:
                 out, self._carry = self._carry, b""
@@ -99,6 +116,8 @@ class NanFilter:
 
 
 def _json_error(exc: Exception, filename: str, record: int | None) -> TraceFormatError:
+    if isinstance(exc, limits.LimitExceeded):
+        return TraceFormatError(str(exc), file=filename, record=record)
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if "premature EOF" in text:
         text = f"truncated JSON ({text})"
@@ -113,10 +132,10 @@ def iter_array(stream: BinaryIO, filename: str, prefix: str = "item") -> Iterato
         for value in ijson.items(source, prefix, use_float=True):
             count += 1
             yield count, value
-    except ijson.JSONError as exc:
-        raise _json_error(exc, filename, count + 1) from None
     except UnicodeDecodeError as exc:
         raise TraceFormatError(f"not UTF-8 text ({exc.reason})", file=filename, record=count + 1) from None
+    except (ijson.JSONError, ValueError) as exc:  # ValueError: limits, or an integer too long to convert
+        raise _json_error(exc, filename, count + 1) from None
 
 
 def iter_paths(stream: BinaryIO, filename: str, paths: Iterable[str]) -> Iterator[tuple[str, int, Any]]:
@@ -152,11 +171,11 @@ def iter_paths(stream: BinaryIO, filename: str, paths: Iterable[str]) -> Iterato
                     building, depth = prefix, 1
                 else:
                     yield prefix, counts[prefix], value
-    except ijson.JSONError as exc:
-        record = counts.get(current, 0) or None
-        raise _json_error(exc, filename, record) from None
     except UnicodeDecodeError as exc:
         raise TraceFormatError(f"not UTF-8 text ({exc.reason})", file=filename) from None
+    except (ijson.JSONError, ValueError) as exc:
+        record = counts.get(current, 0) or None
+        raise _json_error(exc, filename, record) from None
 
 
 def _no_nan(token: str) -> None:
@@ -165,9 +184,18 @@ def _no_nan(token: str) -> None:
 
 
 def loads(data: bytes | str, filename: str, *, record: int | None = None, line: int | None = None) -> Any:
-    """``json.loads`` for one record, with errors that point at the file/record/line."""
+    """``json.loads`` for one record, with errors that point at the file/record/line.
+
+    The bytes are scanned for depth and value length first: ``json.loads`` recurses once per level.
+    """
     try:
+        limits.check_json_bytes(data)
         return json.loads(data, parse_constant=_no_nan)
+    except (limits.LimitExceeded, RecursionError) as exc:
+        message = (
+            str(exc) if isinstance(exc, limits.LimitExceeded) else str(limits.too_deep(limits.current()))
+        )
+        raise TraceFormatError(message, file=filename, record=record, line=line) from None
     except json.JSONDecodeError as exc:
         pos = f"column {exc.colno}" if line is not None else f"line {exc.lineno}, column {exc.colno}"
         msg = f"malformed JSON: {exc.msg} ({pos})"
@@ -179,8 +207,16 @@ def loads(data: bytes | str, filename: str, *, record: int | None = None, line: 
 
 
 def iter_jsonl(stream: BinaryIO, filename: str) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line_no, value)`` per non-blank line; memory is one line at a time."""
-    for line_no, raw in enumerate(stream, start=1):
+    """Yield ``(line_no, value)`` per non-blank line; memory is one line at a time, and a line may be
+    no longer than one record may be."""
+    cap = limits.current().max_record_bytes
+    line_no = 0
+    while raw := stream.readline(cap + 1):
+        line_no += 1
+        if len(raw) > cap and not raw.endswith(b"\n"):
+            raise TraceFormatError(
+                str(limits.record_too_large(0, limits.current())), file=filename, line=line_no
+            )
         if not raw.strip():
             continue
         yield line_no, loads(raw, filename, line=line_no)
@@ -189,9 +225,13 @@ def iter_jsonl(stream: BinaryIO, filename: str) -> Iterator[tuple[int, Any]]:
 def load_single(stream: BinaryIO, filename: str) -> Any:
     """Load a file that holds exactly one record (a Who&When log, a ``.traj``).
 
-    One record per file is the documented bound, so reading it whole is allowed here.
+    One record per file is the documented bound, so reading it whole (up to the record limit) is
+    allowed here.
     """
-    data = stream.read()
+    cap = limits.current().max_record_bytes
+    data = stream.read(cap + 1)
+    if len(data) > cap:
+        raise TraceFormatError(str(limits.record_too_large(0, limits.current())), file=filename, record=1)
     if not data.strip():
         raise TraceFormatError("empty file", file=filename, record=1)
     return loads(data, filename, record=1)
@@ -244,6 +284,6 @@ def first_line(head: bytes) -> Any:
                 return None
             try:
                 return json.loads(raw, parse_constant=_no_nan)
-            except (ValueError, UnicodeDecodeError):
+            except (ValueError, UnicodeDecodeError, RecursionError):  # the parser names the problem later
                 return None
     return None

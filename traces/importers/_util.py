@@ -11,6 +11,7 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
+from .limits import json_loads
 from .records import TraceFormatError
 
 _MISSING = object()
@@ -110,7 +111,7 @@ def maybe_json(value: Any) -> Any:
         stripped = value.strip()
         if stripped[:1] in ("{", "["):
             try:
-                return json.loads(stripped)
+                return json_loads(stripped)
             except ValueError:
                 return value
     return value

@@ -11,7 +11,6 @@ bytes); folders and ``hf://owner/name`` repos are whole sources, read by :func:`
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, BinaryIO
@@ -19,6 +18,7 @@ from typing import Any, BinaryIO
 from ._chat import chat_steps, first_text
 from ._hf_rows import HF_PREFIX, column_names, open_dataset, source_error
 from ._util import Ctx, as_float, compact, text_of
+from .limits import json_loads
 from .native import STEP_KEYS
 from .native import _step as native_step
 from .records import OUTCOMES, STEP_KINDS, StepRecord, TraceFormatError, TraceRecord
@@ -196,7 +196,7 @@ def steps_from(value: Any, ctx: Ctx, column: str) -> list[StepRecord]:
         stripped = value.strip()
         if stripped[:1] in ("[", "{"):
             try:
-                parsed = json.loads(stripped)
+                parsed = json_loads(stripped)
             except ValueError:
                 parsed = None
             if isinstance(parsed, list | dict):
@@ -281,7 +281,7 @@ def _metadata(value: Any, ctx: Ctx, column: str) -> dict:
         return {}
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = json_loads(value)
         except ValueError:
             raise ctx.error(column, "expected a JSON object") from None
     if not isinstance(value, dict):

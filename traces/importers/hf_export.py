@@ -13,13 +13,13 @@ reader; both import them from this module.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from ._hf_rows import card_configs, card_front_matter, config_names, is_remote, iter_rows
 from ._util import Ctx, as_float
+from .limits import json_loads
 from .records import (
     OUTCOMES,
     STEP_KINDS,
@@ -163,7 +163,7 @@ def _step(raw: Any, ctx: Ctx, i: int, n_steps: int) -> StepRecord:
     tool_args = step.get("tool_args")
     if isinstance(tool_args, str):
         try:
-            tool_args = json.loads(tool_args)
+            tool_args = json_loads(tool_args)
         except ValueError:
             raise ctx.error(f"{path}.tool_args", "expected JSON text") from None
     return StepRecord(
@@ -185,7 +185,7 @@ def _json_object(value: Any, ctx: Ctx, field: str) -> dict:
     if value in (None, ""):
         return {}
     try:
-        data = json.loads(value) if isinstance(value, str) else value
+        data = json_loads(value) if isinstance(value, str) else value
     except ValueError:
         raise ctx.error(field, "expected a JSON object") from None
     if not isinstance(data, dict):

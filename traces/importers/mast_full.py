@@ -8,13 +8,13 @@ steps by the framework splitters in :mod:`mast_split`. The file is ~190 MB, henc
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from ._json import first_char, first_line, has_key, iter_array, iter_jsonl, peek
 from ._util import Ctx, as_float, compact, text_of
+from .limits import json_loads
 from .mast_split import framework_of, split_trace
 from .records import AnnotationRecord, LabelRecord, StepRecord, TraceRecord
 
@@ -44,7 +44,9 @@ def parse(stream: BinaryIO, filename: str) -> Iterator[TraceRecord]:
             yield _record(obj, Ctx(filename, record=n), n)
     else:
         for n, (line_no, obj) in enumerate(iter_jsonl(stream, filename), start=1):
-            yield _record(obj, Ctx(filename, record=n, line=line_no), n)
+            record = _record(obj, Ctx(filename, record=n, line=line_no), n)
+            record.line_no = line_no
+            yield record
 
 
 def _record(obj: Any, ctx: Ctx, n: int) -> TraceRecord:
@@ -132,7 +134,7 @@ def _outcome(extra: dict, steps: list[StepRecord]) -> str:
     for s in reversed(steps):
         if s.agent == "evaluator":
             try:
-                result = json.loads(s.content)
+                result = json_loads(s.content)
             except ValueError:
                 return "unknown"
             if isinstance(result, dict) and isinstance(result.get("success"), bool):

@@ -69,5 +69,5 @@ def _annotation(annotator: str, votes: list[tuple[str, bool | None]]) -> Annotat
     missing = [mode for mode, v in votes if v is None]
     note = f"no value in the source for: {'; '.join(missing)}" if missing else ""
     return AnnotationRecord(
-        annotator=annotator, labels=labels, no_failure=not labels and not missing, note=note
+        annotator=annotator, labels=labels, no_failure=not labels and not missing, note=note, missing=missing
     )

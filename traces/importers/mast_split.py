@@ -8,13 +8,13 @@ with a regex; anything unrecognised falls back to a generic splitter so that no 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from typing import Any
 
 from ._mast_logs import blocks, chatdev, clean, metagpt, openmanus
 from ._util import text_of
+from .limits import json_loads
 from .records import TOOL_AGENT, StepRecord
 
 FRAMEWORKS = ("ChatDev", "MetaGPT", "AG2", "AppWorld", "HyperAgent", "OpenManus", "Magentic-One")
@@ -88,7 +88,7 @@ def _load_wrapper(text: str) -> Any:
     stripped = text.lstrip()
     if stripped.startswith("{"):
         try:
-            return json.loads(stripped, parse_constant=lambda _c: None)
+            return json_loads(stripped, parse_constant=lambda _c: None)
         except ValueError:
             return None
     if re.match(r"(instance_id|run_id|problem_statement|trajectory):", stripped):

@@ -68,7 +68,9 @@ def sniff(head: bytes, filename: str) -> bool:
 
 def parse(stream: BinaryIO, filename: str) -> Iterator[TraceRecord]:
     for record_no, (line_no, obj) in enumerate(iter_jsonl(stream, filename), start=1):
-        yield from_dict(obj, Ctx(filename, record=record_no, line=line_no), record_no=record_no)
+        record = from_dict(obj, Ctx(filename, record=record_no, line=line_no), record_no=record_no)
+        record.line_no = line_no
+        yield record
 
 
 def _check_keys(ctx: Ctx, d: dict, allowed: tuple[str, ...], path: str) -> None:

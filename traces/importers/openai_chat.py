@@ -46,7 +46,9 @@ def parse(stream: BinaryIO, filename: str) -> Iterator[TraceRecord]:
             yield _record(obj, Ctx(filename, record=n), n, stem)
     else:
         for n, (line_no, obj) in enumerate(iter_jsonl(stream, filename), start=1):
-            yield _record(obj, Ctx(filename, record=n, line=line_no), n, stem)
+            record = _record(obj, Ctx(filename, record=n, line=line_no), n, stem)
+            record.line_no = line_no
+            yield record
 
 
 def _record(obj: Any, ctx: Ctx, n: int, stem: str) -> TraceRecord:

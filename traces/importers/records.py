@@ -50,8 +50,10 @@ class AnnotationRecord:
     annotator: str
     labels: list[LabelRecord] = field(default_factory=list)
     ambiguous: bool = False
-    no_failure: bool = False
+    no_failure: bool = False  # only when the rater said so
     note: str = ""
+    # Modes the source has no value for (MAST's NaN votes): missing, never "not chosen".
+    missing: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -68,6 +70,7 @@ class TraceRecord:
     raw: Any = None  # the original record (JSON-able), kept for lossless export
     annotations: list[AnnotationRecord] = field(default_factory=list)
     record_no: int = 0  # 1-based position of the record in its file (for error messages)
+    line_no: int | None = field(default=None, compare=False)  # its line in line-based files (JSONL)
 
 
 class TraceFormatError(ValueError):

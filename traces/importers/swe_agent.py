@@ -14,7 +14,6 @@ merges; a non-submitted exit (``exit_error``, ``exit_format``, ...) with no subm
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import PurePath
@@ -22,6 +21,7 @@ from typing import BinaryIO
 
 from ._json import first_char, has_key, load_single
 from ._util import Ctx, as_float, as_int, compact, outcome_from_reward, text_of
+from .limits import json_loads
 from .records import StepRecord, TraceRecord
 
 FORMAT = "swe_agent"
@@ -64,7 +64,7 @@ def _model(d: dict) -> str:
     rc = d.get("replay_config")
     if isinstance(rc, str):
         try:
-            rc = json.loads(rc)
+            rc = json_loads(rc)
         except ValueError:
             rc = None
     if isinstance(rc, dict):

@@ -6,7 +6,7 @@ from annotator.management.paths import TRACE_SUFFIXES, expand_paths
 from annotator.management.reporting import report_attribution_conflicts
 from annotator.models import Project
 from annotator.services.annotation_files import LABEL_FORMATS, read_label_file
-from annotator.services.label_import import LabelImportError, do_import_annotations
+from annotator.services.label_import import LabelImportError, do_import_annotations, parse_rater_map
 from traces.importers.records import TraceFormatError
 
 
@@ -17,8 +17,10 @@ class Command(BaseCommand):
         '(one {"trace", "annotator", "labels": [{"mode", "steps", "primary", "note"}], "ambiguous", '
         '"no_failure"} per line; traces matched by external id), and the labels inside MAST human-labelled, '
         "Who&When and native trace files (traces matched by content, so import the traces first). Mode "
-        "names map through the taxonomy's codes, names and aliases. Unknown annotators become inactive "
-        "imported users. An annotation that already exists is never overwritten."
+        "names map through the taxonomy's codes, names and aliases. Raters in the file become inactive "
+        "imported raters namespaced by the file, unless --map-rater names an account. A record that says "
+        "nothing (no label, no no_failure) is skipped, and a vote the file leaves out stays missing. An "
+        "annotation that already exists is never overwritten."
     )
 
     def add_arguments(self, parser):
@@ -34,7 +36,17 @@ class Command(BaseCommand):
         parser.add_argument(
             "--ignore-unknown-modes",
             action="store_true",
-            help="Skip labels whose mode is not in the project's taxonomy instead of failing",
+            help="Skip labels whose mode is not in the project's taxonomy instead of failing (listed in the "
+            "summary and kept on the annotation's provenance)",
+        )
+        parser.add_argument(
+            "--map-rater",
+            action="append",
+            default=[],
+            metavar="NAME=USERNAME",
+            help="Attribute the labels of rater NAME in the file to the existing account USERNAME (who joins "
+            "the project as an annotator). Without it, every rater becomes an inactive imported rater "
+            "namespaced by the file (e.g. labels/a1 for labels.jsonl), never a real account. Repeatable.",
         )
 
     def handle(
@@ -44,6 +56,7 @@ class Command(BaseCommand):
         project: str,
         format: str | None,
         ignore_unknown_modes: bool,
+        map_rater: list[str],
         **options,
     ):
         target = Project.objects.select_related("taxonomy_version").filter(slug=project).first()
@@ -56,7 +69,12 @@ class Command(BaseCommand):
             for annotation in read_label_file(target, path, format, name=str(path))
         )
         try:
-            result = do_import_annotations(target, incoming, ignore_unknown_modes=ignore_unknown_modes)
+            result = do_import_annotations(
+                target,
+                incoming,
+                ignore_unknown_modes=ignore_unknown_modes,
+                rater_map=parse_rater_map(map_rater),
+            )
         except (LabelImportError, TraceFormatError) as error:
             raise CommandError(f"Nothing imported: {error}", returncode=2) from None
         self.stdout.write(
@@ -67,8 +85,14 @@ class Command(BaseCommand):
         )
         if result.users_created:
             self.stdout.write(
-                f"New imported annotators (inactive accounts): {', '.join(result.users_created)}"
+                f"New imported raters (inactive, never given work): {', '.join(result.users_created)}"
             )
+        if result.empty:
+            self.stdout.write(
+                f"  {result.empty} records said nothing (no label, no 'no failure'): not stored"
+            )
+        for mode, count in result.missing_votes.most_common():
+            self.stdout.write(f"  {count} votes on {mode} missing in the source: kept as missing")
         for mode, count in result.ignored_modes.most_common():
             self.stdout.write(f"  ignored {count} labels of unknown mode {mode!r}")
         report_attribution_conflicts(self, result.attribution_conflicts)

@@ -7,7 +7,9 @@ from django.core.management.base import BaseCommand, CommandError
 from annotator.management.paths import TRACE_SUFFIXES, expand_paths
 from annotator.management.reporting import report_attribution_conflicts
 from annotator.models import Project
+from annotator.raters import rater_source
 from annotator.services.imports import do_import_traces
+from annotator.services.label_import import LabelImportError, parse_rater_map
 from traces import importers
 from traces.importers import HF_PREFIX, hf_dataset
 from traces.services import ImportFailed
@@ -16,10 +18,12 @@ from traces.services import ImportFailed
 class Command(BaseCommand):
     help = (
         "Import agent traces from one or more files into a batch, all or nothing. The format is detected "
-        "per file (or forced with --format); traces already imported (same content) are skipped. With "
-        "--project the batch joins that project, labels shipped inside the files (MAST human labels, "
-        "Who&When attributions, native 'annotations') become imported annotations, and new traces are "
-        "assigned to the project's annotators. Exit code 2 and a message naming the file, record and "
+        "per file (or forced with --format); traces already imported (same content, whatever the format) are "
+        "skipped, and an import that adds no trace creates no batch. With --project the batch joins that "
+        "project, and so does every batch holding a trace found already imported; labels shipped inside the "
+        "files (MAST human labels, Who&When attributions, native 'annotations') become annotations by "
+        "imported raters namespaced by the file or folder named here (never real accounts unless "
+        "--map-rater says so), and new traces are assigned to the project's annotators. Exit code 2 and a message naming the file, record and "
         "field when a file is malformed; the database is then unchanged. A Hugging Face dataset (a folder "
         "or hf://owner/name) is read as one source, with --columns, --split and --config; a dataset "
         "published by export_dataset comes back with its labels."
@@ -50,9 +54,25 @@ class Command(BaseCommand):
             action="store_true",
             help="Skip embedded labels whose mode is not in the project's taxonomy (listed in the summary)",
         )
+        parser.add_argument(
+            "--map-rater",
+            action="append",
+            default=[],
+            metavar="NAME=USERNAME",
+            help="Attribute the labels of rater NAME in the files to the existing account USERNAME (who joins "
+            "the project as an annotator). Without it, every rater in the files becomes an inactive imported "
+            "rater namespaced by its source (e.g. MAD_human_labelled_dataset/annotator_1), never a real "
+            "account. Repeat for several raters.",
+        )
 
-    def handle(self, *args, paths, batch, project, format, ignore_unknown_modes, **options):
+    def handle(self, *args, paths, batch, project, format, ignore_unknown_modes, map_rater, **options):
         files = list(_expand(paths, format))
+        # Raters are namespaced by the source named on the command line: a folder's files share its name.
+        sources = {name: rater_source(top) for top, (_, name) in _expand_with_tops(paths, format)}
+        try:
+            rater_map = parse_rater_map(map_rater)
+        except LabelImportError as error:
+            raise CommandError(str(error), returncode=2) from None
         source_options = {k: options[k] for k in ("columns", "split", "config") if options.get(k)}
         if source_options and format not in (None, *importers.SOURCE_FORMATS):
             raise CommandError(
@@ -79,6 +99,8 @@ class Command(BaseCommand):
                 ignore_unknown_modes=ignore_unknown_modes,
                 progress=progress,
                 source_options=source_options,
+                sources=sources,
+                rater_map=rater_map,
             )
         except ImportFailed as failure:
             progress.done()
@@ -92,23 +114,44 @@ class Command(BaseCommand):
                 f"{item.name}: {item.format}, {item.traces} traces, {item.steps} steps added"
                 + (f", {item.duplicates} already imported" if item.duplicates else "")
             )
-        self.stdout.write(
-            self.style.SUCCESS(
-                f"Batch {result.batch.name}: {result.traces} traces and {result.steps} steps added"
-                + (f", {result.duplicates} duplicates skipped" if result.duplicates else "")
+        if result.traces:
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"Batch {result.batch.name}: {result.traces} traces and {result.steps} steps added"
+                    + (f", {result.duplicates} duplicates skipped" if result.duplicates else "")
+                )
             )
-        )
-        if result.traces == 0 and result.duplicates:
-            self.stdout.write("Nothing new: every trace in these files was already imported.")
+        elif result.duplicates:
+            self.stdout.write(
+                f"Nothing new: every trace in these files was already imported, {result.duplicates} duplicates skipped;"
+                + (
+                    " no batch was created."
+                    if result.batch is None
+                    else f" batch {result.batch.name} unchanged."
+                )
+            )
+        else:
+            self.stdout.write("Nothing imported: the files hold no traces; no batch was created.")
+        if result.attached:
+            self.stdout.write(
+                f"Batches added to {target.slug} because they hold traces of these files: "
+                + ", ".join(result.attached)
+            )
         if labels is not None:
             self.stdout.write(
                 f"Labels: {labels.created} annotations imported, {labels.unchanged} unchanged"
                 + (
-                    f", new imported annotators: {', '.join(labels.users_created)}"
+                    f", new imported raters (inactive, never given work): {', '.join(labels.users_created)}"
                     if labels.users_created
                     else ""
                 )
             )
+            if labels.empty:
+                self.stdout.write(
+                    f"  {labels.empty} records said nothing (no label, no 'no failure'): not stored"
+                )
+            for mode, count in labels.missing_votes.most_common():
+                self.stdout.write(f"  {count} votes on {mode} missing in the source: kept as missing")
             for mode, count in labels.ignored_modes.most_common():
                 self.stdout.write(f"  ignored {count} labels of unknown mode {mode!r}")
             report_attribution_conflicts(self, labels.attribution_conflicts)
@@ -116,18 +159,28 @@ class Command(BaseCommand):
 
 def _expand(paths: list[str], fmt: str | None):
     """Files as they are; a dataset folder or hf:// repo as one source; other folders file by file."""
-    for text in paths:
-        path = Path(text)
-        if fmt in importers.SOURCE_FORMATS and not path.exists() and _REPO_ID.match(text):
-            text = HF_PREFIX + text  # `--format hf_dataset owner/name`: a Hub repo id
-        if text.startswith(HF_PREFIX):
-            yield text, text
-            continue
-        if path.is_dir() and (fmt in importers.SOURCE_FORMATS or importers.detect_source(path)):
-            yield path, str(path)
-        else:
-            for child in expand_paths([path], TRACE_SUFFIXES):
-                yield child, str(child)
+    for _, item in _expand_with_tops(paths, fmt):
+        yield item
+
+
+def _expand_with_tops(paths: list[str], fmt: str | None):
+    """(the argument it came from, (path, display name)) for every file or source of `paths`."""
+    for top in paths:
+        for item in _expand_one(top, fmt):
+            yield top, item
+
+
+def _expand_one(text: str, fmt: str | None):
+    path = Path(text)
+    if fmt in importers.SOURCE_FORMATS and not path.exists() and _REPO_ID.match(text):
+        text = HF_PREFIX + text  # `--format hf_dataset owner/name`: a Hub repo id
+    if text.startswith(HF_PREFIX):
+        yield text, text
+    elif path.is_dir() and (fmt in importers.SOURCE_FORMATS or importers.detect_source(path)):
+        yield path, str(path)
+    else:
+        for child in expand_paths([path], TRACE_SUFFIXES):
+            yield child, str(child)
 
 
 _REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")

@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 from django.conf import settings
@@ -19,7 +20,9 @@ class Command(BaseCommand):
         summary = do_seed_demo(n_traces=traces, work_dir=Path(settings.VAR_DIR) / "demo")
         self.stdout.write(self.style.SUCCESS(summary))
         self.stdout.write("")
-        self.stdout.write("Demo logins (open http://127.0.0.1:8000/):")
+        # `make run` passes its HOST and PORT, so the address printed is the one being served.
+        host, port = os.environ.get("HOST") or "127.0.0.1", os.environ.get("PORT") or "8000"
+        self.stdout.write(f"Demo logins (open http://{host}:{port}/):")
         for username, password, role in DEMO_USERS:
             self.stdout.write(f"  {role:<12} {username:<8} password: {password}")
         self.stdout.write("")

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from annotator.models import AdjudicationItem, Annotation, Project
-from annotator.models.reports import JobStatus
+from annotator.models.jobs import JobStatus
+from annotator.services import reports
 from annotator.services.exports.dataset import ConfigFiles, ModeColumn
 from annotator.services.exports.options import ExportOptions
 from annotator.services.exports.rows import selected_traces
@@ -205,10 +206,6 @@ def agreement_for(project: Project, options: ExportOptions) -> Agreement:
 
     One batch exported: the report filtered to that batch; otherwise the project-wide report, and the card
     says so. Never fails the export: a missing or failing reports service becomes an explicit sentence."""
-    try:
-        from annotator.services import reports
-    except ImportError:
-        return Agreement(None, missing_reason="this installation has no agreement reports")
     filters = {"batch": options.batches[0]} if len(options.batches) == 1 else {}
     scope = f"submitted annotations of batch {options.batches[0]!r}" if filters else ""
     try:

@@ -31,7 +31,7 @@ from django.db.models import Max, QuerySet
 from django.utils import timezone
 
 from annotator.models import Export, Project
-from annotator.models.reports import JobStatus
+from annotator.models.jobs import JobStatus
 from annotator.services.exports.card import render_card
 from annotator.services.exports.dataset import (
     TRACES_SCHEMA,
@@ -52,6 +52,7 @@ from annotator.services.exports.rows import (
     selected_traces,
     trace_rows,
 )
+from annotator.services.jobs import heartbeat, send_job, stale_before
 from taxonomy.schema import dump_taxonomy
 from taxonomy.services import version_to_spec
 from traces.importers.hf_export import CONFIG_ANNOTATIONS, CONFIG_GOLD, CONFIG_TRACES
@@ -92,15 +93,13 @@ def do_queue_export(project: Project, options: ExportOptions, *, user, token: st
         raise ExportOptionsError(
             ["Publishing needs a Hugging Face token: type one, or set HF_TOKEN on the server."]
         )
-    from annotator.tasks import run_export_job
-
     with transaction.atomic():
         export = Export.objects.create(
             project=project, options=options.as_dict(), target_repo=options.repo_id, created_by=user
         )
         if token and options.repo_id:
             cache.set(token_key(export.pk), token, timeout=settings.EXPORT_TOKEN_TTL)
-        run_export_job.delay_on_commit(export.pk)
+        send_job(Export, export.pk)  # after commit; with the queue down the export fails with a reason
     return export
 
 
@@ -181,6 +180,7 @@ class _JobLog:
             status=status,
             progress=100 if status == JobStatus.SUCCEEDED else self.percent,
             log="\n".join(self.lines[-200:]),
+            error=message.removeprefix("Error: ") if status == JobStatus.FAILED else "",
             finished_at=timezone.now(),
             **fields,
         )
@@ -195,7 +195,7 @@ def do_run_export(export_id: int, *, out_dir: Path | None = None) -> Export:
 
     With ``out_dir`` (the CLI) the folder is written there and not zipped; otherwise it is built under
     EXPORT_DIR, zipped for download, and removed once zipped and pushed."""
-    claimed = Export.objects.filter(pk=export_id, status=JobStatus.QUEUED).update(status=JobStatus.RUNNING)
+    claimed = Export.claim(export_id, stale_before=stale_before())
     export = Export.objects.select_related("project__taxonomy_version__taxonomy").get(pk=export_id)
     if not claimed:
         return export
@@ -206,17 +206,18 @@ def do_run_export(export_id: int, *, out_dir: Path | None = None) -> Export:
     base = export_folder(export)
     folder = Path(out_dir) if out_dir is not None else base / "dataset"
     try:
-        summary = build_export(export.project, options, folder, progress=job)
-        for line in summary.lines():
-            job(92, line)
-        path = ""
-        if out_dir is None:
-            path = str(zip_folder(folder, base / f"{export.project.slug}-export-{export.pk}.zip"))
-            Export.objects.filter(pk=export.pk).update(path=path)
-            job(95, "Zipped for download")
-        commit_url = ""
-        if options.repo_id:
-            commit_url = _push(folder, options, typed, job)
+        with heartbeat(Export, export_id):
+            summary = build_export(export.project, options, folder, progress=job)
+            for line in summary.lines():
+                job(92, line)
+            path = ""
+            if out_dir is None:
+                path = str(zip_folder(folder, base / f"{export.project.slug}-export-{export.pk}.zip"))
+                Export.objects.filter(pk=export.pk).update(path=path)
+                job(95, "Zipped for download")
+            commit_url = ""
+            if options.repo_id:
+                commit_url = _push(folder, options, typed, job)
     except HubError as error:
         job.finish(JobStatus.FAILED, f"Error: {error.message}")
     except Exception as error:  # a bug must still end the job visibly; the traceback goes to the log
@@ -265,7 +266,7 @@ def export_status(export: Export) -> dict:
         # A zip is kept even when the push after it failed: the owner can still download the dataset.
         "download_ready": export.path.endswith(".zip") and Path(export.path).is_file(),
         "log": lines[-20:],
-        "error": error if export.status == JobStatus.FAILED else "",
+        "error": (export.error or error) if export.status == JobStatus.FAILED else "",
         "created_at": export.created_at.isoformat(),
         "finished_at": export.finished_at.isoformat() if export.finished_at else None,
     }

@@ -17,8 +17,8 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from annotator.models import AdjudicationItem, Annotation, GoldLabel, LabelApplication, Project
-from annotator.raters import LLM_PREFIX
+from annotator.models import AdjudicationItem, Annotation, GoldLabel, LabelApplication, Project, RaterKind
+from annotator.raters import kinds_of
 from annotator.services.exports.dataset import ModeColumn
 from annotator.services.exports.options import ExportOptions
 from traces.answer_key import merged
@@ -49,10 +49,9 @@ _STEP_FIELDS = ("trace_id", *(name for name in Step.DATA_FIELDS if name != "dept
 def selected_traces(project: Project, options: ExportOptions) -> QuerySet[Trace]:
     """The traces an export covers: the chosen batches of the project (all by default); with gold_only,
     only those whose gold labels are settled (agreed or adjudicated)."""
-    batches = project.batches.all()
+    traces = Trace.objects.in_project(project)
     if options.batches:
-        batches = batches.filter(name__in=options.batches)
-    traces = Trace.objects.filter(batch__in=batches)
+        traces = traces.filter(batch__name__in=options.batches)
     if options.gold_only:
         traces = traces.filter(adjudications__project=project, adjudications__status__in=GOLD_STATUSES)
     return traces.distinct()
@@ -62,19 +61,28 @@ class Pseudonyms:
     """Stable public names: ``annotator-N`` / ``adjudicator-N`` by sorted user id, or the usernames."""
 
     def __init__(
-        self, annotators: Iterable[tuple[int, str]], adjudicators: Iterable[tuple[int, str]], real: bool
+        self,
+        annotators: Iterable[tuple[int, str]],
+        adjudicators: Iterable[tuple[int, str]],
+        real: bool,
+        kinds: dict[int, str] | None = None,
     ):
         self.real = real
+        people_by_role = (("annotator", list(annotators)), ("adjudicator", list(adjudicators)))
+        # Rater kind per user id (annotator.raters decides); an LLM rater keeps its model name.
+        self.kinds = kinds if kinds is not None else kinds_of({u for _, p in people_by_role for u, _ in p})
         self._names: dict[tuple[str, int], str] = {}
-        for role, people in (("annotator", annotators), ("adjudicator", adjudicators)):
-            humans = sorted({uid: name for uid, name in people if not name.startswith(LLM_PREFIX)}.items())
+        for role, people in people_by_role:
+            humans = sorted(
+                {uid: name for uid, name in people if self.kinds.get(uid) != RaterKind.LLM}.items()
+            )
             for n, (uid, username) in enumerate(humans, start=1):
                 self._names[(role, uid)] = username if real else f"{role}-{n}"
 
     def name(self, role: str, user_id: int | None, username: str | None) -> str | None:
         if user_id is None:
             return None
-        if (username or "").startswith(LLM_PREFIX):
+        if self.kinds.get(user_id) == RaterKind.LLM:
             return username
         return self._names.get((role, user_id), username if self.real else None)
 
@@ -202,7 +210,7 @@ def annotation_rows(
                 "trace_uid": a["assignment__trace__content_hash"],
                 "trace_id": a["assignment__trace__external_id"],
                 "annotator": names.name("annotator", a["assignment__annotator_id"], username),
-                "annotator_kind": "llm" if username.startswith(LLM_PREFIX) else "human",
+                "annotator_kind": names.kinds.get(a["assignment__annotator_id"], RaterKind.HUMAN),
                 "no_failure": a["no_failure"],
                 "ambiguous": a["ambiguous"],
                 "confidence": a["confidence"],
@@ -277,10 +285,8 @@ def gold_rows(
 
 
 def _annotations(project: Project, traces: QuerySet[Trace]) -> QuerySet[Annotation]:
-    return Annotation.objects.filter(
-        assignment__project=project,
-        status=Annotation.Status.SUBMITTED,
-        assignment__trace__in=traces.order_by().values("id"),
+    return Annotation.objects.submitted_in(project).filter(
+        assignment__trace__in=traces.order_by().values("id")
     )
 
 

@@ -1,0 +1,240 @@
+"""Size and depth limits that every parser enforces, and the byte scanner that enforces them on JSON.
+
+A hostile 200 KB file must not take a worker down: JSON nested 100,000 levels deep makes ijson's prefix
+bookkeeping grow with the square of the depth and ``json.loads`` raise ``RecursionError``; a 1 MB zip can
+inflate to gigabytes; one record can be larger than a database row may be. So the JSON bytes are scanned
+*before* a parser builds values from them (depth and single-value length are known from the bytes alone),
+zip members are read as bounded streams, and each finished record is measured once more before it may
+become a row.
+
+The limits are plain values so that this package stays free of Django; the traces app copies them from
+settings at start-up (``IMPORT_MAX_*``) with :func:`configure`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_depth: int = 100  # nesting of arrays/objects in one record
+    max_value_bytes: int = 32 * MB  # one string (or number) in the input
+    max_record_bytes: int = 64 * MB  # one record (a JSONL line, a zip member, a trace row as JSON)
+    max_archive_bytes: int = 2048 * MB  # all members of one zip archive, uncompressed
+    max_zip_ratio: int = 200  # uncompressed / compressed size of one zip member
+
+
+_limits = Limits()
+
+
+def current() -> Limits:
+    return _limits
+
+
+def configure(**values: int) -> Limits:
+    """Replace some limits (settings at start-up); returns the previous ones."""
+    global _limits
+    previous = _limits
+    _limits = replace(_limits, **{k: int(v) for k, v in values.items()})
+    return previous
+
+
+@contextmanager
+def override(**values: int) -> Iterator[Limits]:
+    """Temporarily different limits (tests, a CLI flag)."""
+    previous = configure(**values)
+    try:
+        yield _limits
+    finally:
+        configure(**{k: getattr(previous, k) for k in previous.__dataclass_fields__})
+
+
+class LimitExceeded(ValueError):
+    """Input beyond one of the limits; parsers turn it into a TraceFormatError naming file and record."""
+
+
+def _mb(n: int) -> str:
+    return f"{n / MB:g} MB" if n >= MB else f"{n} bytes"
+
+
+def too_deep(limits: Limits) -> LimitExceeded:
+    return LimitExceeded(f"nested deeper than {limits.max_depth} levels (limit IMPORT_MAX_DEPTH)")
+
+
+def value_too_long(limits: Limits) -> LimitExceeded:
+    return LimitExceeded(
+        f"a single value is longer than {_mb(limits.max_value_bytes)} (limit IMPORT_MAX_VALUE_MB)"
+    )
+
+
+def record_too_large(size: int, limits: Limits) -> LimitExceeded:
+    return LimitExceeded(
+        f"record is larger than {_mb(limits.max_record_bytes)} "
+        f"({_mb(size) if size else 'at least that'}; limit IMPORT_MAX_RECORD_MB)"
+    )
+
+
+_TOKENS = re.compile(rb'\\[\s\S]?|"|[\[\]{}]')  # a lone backslash ends a piece
+_SLICE = 1024 * 1024
+# bytes.translate tables (C speed): 1 for a quote; +1 for an opening bracket, -1 (255) for a closing one.
+_QUOTE = bytes(1 if b == ord('"') else 0 for b in range(256))
+_BRACKET = bytes(1 if b in b"[{" else 255 if b in b"]}" else 0 for b in range(256))
+_OPEN, _CLOSE = frozenset(b"[{"), frozenset(b"]}")
+
+
+class JsonScanner:
+    """Tracks nesting depth and string length over JSON bytes fed in pieces, without parsing them.
+
+    ``feed`` returns how many bytes of the piece are within the limits: all of it normally, or the
+    offset of the first byte beyond a limit, so that a streaming parser can be handed everything before
+    that byte (and so finish, and number, every record before the bad one) and then the error.
+    Most pieces take the vectorised path; only the piece that breaks a limit is scanned token by token.
+    """
+
+    def __init__(self, limits: Limits | None = None) -> None:
+        self.limits = limits or _limits
+        self.depth = 0
+        self.in_string = False
+        self.run = 0  # bytes of the string being read so far
+        self.escape_pending = False  # the previous piece ended inside an escape pair
+        self.error: LimitExceeded | None = None
+
+    def feed(self, data: bytes) -> int:
+        for start in range(0, len(data), _SLICE):
+            piece = data[start : start + _SLICE]
+            ok = self._feed(piece)
+            if ok < len(piece):
+                return start + ok
+        return len(data)
+
+    def check(self, data: bytes) -> None:
+        """Raise LimitExceeded when ``data`` (a whole document) breaks a limit."""
+        self.feed(data)
+        if self.error is not None:
+            raise self.error
+
+    def _feed(self, data: bytes) -> int:
+        if self.error is not None:
+            return 0
+        state = (self.depth, self.in_string, self.run, self.escape_pending)
+        if self._fast(data):
+            return len(data)
+        self.depth, self.in_string, self.run, self.escape_pending = state
+        return self._slow(data)
+
+    def _fast(self, data: bytes) -> bool:
+        """Whole-piece check with C-speed operations; False when some limit is broken in it."""
+        limits = self.limits
+        if self.escape_pending:
+            data = data[1:]
+            self.escape_pending = False
+        # Only escaped backslashes and quotes matter for finding strings; replacing them (rather than a
+        # regex over every escape) keeps lengths and is several times faster on escape-heavy text.
+        text = data.replace(b"\\\\", b"__").replace(b'\\"', b"__")
+        if text.endswith(b"\\"):  # a lone backslash can only remain at the end: its pair is next
+            self.escape_pending = True
+            text = text[:-1]
+        if not text:
+            return True
+        quote = np.frombuffer(text.translate(_QUOTE), dtype=np.uint8)
+        # Inside a string after an odd number of quotes (counting the one that opened it, if any).
+        inside = (np.cumsum(quote, dtype=np.int32) + self.in_string) & 1
+        positions = np.flatnonzero(quote)
+        if self.in_string:  # the open string began before this piece: a virtual quote for its run
+            positions = np.concatenate(([-1 - self.run], positions))
+        opened, closed = positions[0::2], positions[1::2]
+        longest = int((closed - opened[: len(closed)] - 1).max()) if len(closed) else 0
+        ends_inside = len(opened) > len(closed)
+        run = len(text) - int(opened[-1]) - 1 if ends_inside else 0
+        if max(longest, run) > limits.max_value_bytes:
+            return False
+        delta = np.frombuffer(text.translate(_BRACKET), dtype=np.int8)
+        levels = np.cumsum(delta * (1 - inside), dtype=np.int32)
+        if self.depth + int(levels.max()) > limits.max_depth:
+            return False
+        self.depth += int(levels[-1])
+        self.in_string, self.run = bool(ends_inside), run
+        return True
+
+    def _slow(self, data: bytes) -> int:
+        """Token by token, to find the first byte beyond a limit (only for the piece that has one)."""
+        limits = self.limits
+        pos = 0  # inside a string: where the uncounted part of it begins
+        if self.escape_pending:
+            pos, self.escape_pending = 1, False
+        for m in _TOKENS.finditer(data, pos):
+            token, at = m.group(), m.start()
+            if self.in_string:
+                self.run += (at if token == b'"' else m.end()) - pos
+                if self.run > limits.max_value_bytes:
+                    return self._fail(value_too_long(limits), at)
+                pos = m.end()
+                if token == b'"':
+                    self.in_string, self.run = False, 0
+                elif len(token) < 2:
+                    self.escape_pending = True
+            elif token == b'"':
+                self.in_string, self.run, pos = True, 0, m.end()
+            elif token[0] in _OPEN:
+                if self.depth + 1 > limits.max_depth:
+                    return self._fail(too_deep(limits), at)
+                self.depth += 1
+            elif token[0] in _CLOSE:
+                self.depth -= 1
+        if self.in_string:
+            self.run += len(data) - pos
+            if self.run > limits.max_value_bytes:
+                return self._fail(value_too_long(limits), len(data))
+        return len(data)
+
+    def _fail(self, error: LimitExceeded, at: int) -> int:
+        self.error = error
+        return at
+
+
+def check_json_bytes(data: bytes | str, limits: Limits | None = None) -> None:
+    """Raise LimitExceeded when one JSON document is nested too deeply or holds too long a value."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    bounds = limits or _limits
+    if len(data) <= bounds.max_value_bytes and data.count(b"[") + data.count(b"{") <= bounds.max_depth:
+        return  # too few brackets to nest too deep, too short to hold a too-long value
+    JsonScanner(bounds).check(data)
+
+
+def check_record(raw: Any, extra_bytes: int = 0, limits: Limits | None = None) -> None:
+    """The last gate before a record becomes rows: its JSON must fit in a row.
+
+    Depth was checked on the bytes as they were parsed (and JSON found inside fields by ``json_loads``);
+    dataset rows have the depth their schema gives them. Serialising here also proves the record can be
+    stored as JSON at all.
+    """
+    limits = limits or _limits
+    try:
+        text = json.dumps(raw, ensure_ascii=False, default=str)
+    except RecursionError:
+        raise too_deep(limits) from None
+    size = len(text) + extra_bytes
+    if size > limits.max_record_bytes:
+        raise record_too_large(size, limits)
+
+
+def json_loads(text: str | bytes, **kwargs: Any) -> Any:
+    """``json.loads`` for JSON found inside a field (tool arguments, a metadata column): scanned first,
+    so a deeply nested value raises LimitExceeded (a ValueError, like malformed JSON) instead of
+    ``RecursionError``."""
+    check_json_bytes(text)
+    try:
+        return json.loads(text, **kwargs)
+    except RecursionError:
+        raise too_deep(_limits) from None
