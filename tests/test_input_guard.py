@@ -6,10 +6,9 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from annotator.models import Assignment, LLMRun
+from annotator.models import Assignment, ImportJob, LLMRun
 from annotator.services.uploads import UploadTooLarge, check_upload_request
 from tests.factories import BatchFactory, trace_with_steps
-from traces.models import ImportJob
 
 NUL = "\x00"
 S = "demo-project"

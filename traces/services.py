@@ -301,7 +301,7 @@ def _records(
     if importers.is_source(path) or (options and hasattr(module, "parse_source")):
         if not hasattr(module, "parse_source"):
             raise TraceFormatError(f"format {fmt!r} reads files, not folders or Hub repos", file=name)
-        yield importers.guarded(module.parse_source(str(path), **(options or {})), name)
+        yield importers.guarded(module.parse_source(str(path), **(options or {})), name, unique_ids=False)
         return
     if options:
         raise TraceFormatError(f"format {fmt!r} takes no column mapping, split or config", file=name)

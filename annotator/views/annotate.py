@@ -75,6 +75,7 @@ def _page(
         "guidelines_html": render_markdown(project.guidelines),
         "skip_reasons": SKIP_REASONS,
         "position": queue_position(assignment),
+        "submitted": bool(annotation and annotation.status == Annotation.Status.SUBMITTED),
     }
     return render(request, "annotator/annotate.html", context, status=code)
 

@@ -117,3 +117,14 @@ def test_a_closed_round_opens_a_thread_per_disagreement_and_a_decision_clarifies
         f"/p/{project.slug}/threads/{thread.pk}/decide/", {"decision": "definition", "text": ""}, follow=True
     )
     assert "Write the clarified guideline or the definition change" in response.content.decode()
+
+
+def test_the_labelling_page_offers_the_discussion_only_after_submit(client, project, trace, annotator_a):
+    slot, _ = Assignment.objects.get_or_create(project=project, trace=trace, annotator=annotator_a)
+    client.force_login(annotator_a)
+    page = client.get(f"/p/{project.slug}/a/{slot.pk}/").content.decode()
+    assert "opens once you submit" in page and url(project, trace) not in page
+    assert f"/p/{project.slug}/t/{trace.pk}/proposals/" in page  # a new mode may be proposed while labelling
+    submit(project, trace, annotator_a, {"FM-1.1": [1]})
+    page = client.get(f"/p/{project.slug}/a/{slot.pk}/").content.decode()
+    assert url(project, trace) in page

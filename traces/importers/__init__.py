@@ -230,11 +230,14 @@ def _position(record: TraceRecord) -> str:
     return f"line {record.line_no}" if record.line_no is not None else f"record {record.record_no}"
 
 
-def guarded(records: Iterable[TraceRecord], filename: str) -> Iterator[TraceRecord]:
+def guarded(
+    records: Iterable[TraceRecord], filename: str, *, unique_ids: bool = True
+) -> Iterator[TraceRecord]:
     """The records of one file, each checked before it may become rows: no larger than the record
     limit (its JSON is what the database stores; depth was checked as the bytes were parsed), and no
     trace id used twice in the file (the second would be a different trace under the same name, or the
-    same one counted twice).
+    same one counted twice). A whole dataset (`unique_ids=False`) may repeat ids: a published dataset
+    holds traces of several batches and formats, whose ids are unique only within their own file.
 
     The import service applies it; the parsers alone stay constant-memory (the ids seen are not).
     """
@@ -248,7 +251,7 @@ def guarded(records: Iterable[TraceRecord], filename: str) -> Iterator[TraceReco
             limits.check_record(record.raw, extra_bytes=extra)
         except limits.LimitExceeded as exc:
             raise TraceFormatError(str(exc), file=filename, record=number, line=line) from None
-        first = first_seen.setdefault(record.external_id, here)
+        first = first_seen.setdefault(record.external_id, here) if unique_ids else here
         if first != here:
             raise TraceFormatError(
                 f"duplicate trace id {record.external_id!r}: {here} repeats the id of {first}; "
