@@ -15,9 +15,8 @@ from django.core.management.base import CommandError
 from sklearn.metrics import cohen_kappa_score
 
 from tests.agreement._reference import irrcac, statsmodels_fleiss
-from tests.agreement.test_report_mast import FILE, votes_from_file
+from tests.agreement.test_report_mast import import_mast, votes_from_file
 from tests.labels import project_trace, submit
-from tests.services import datasets_dir
 from traces.importers import mast_labelled
 
 TOL = 1e-9
@@ -52,17 +51,7 @@ def pairwise_cohen(votes: np.ndarray) -> list[list[float]]:
 
 @pytest.fixture
 def mast_project(project):
-    path = datasets_dir() / FILE
-    if not path.exists():
-        pytest.skip(f"{path} is missing")
-    call_command(
-        "import_traces",
-        str(path),
-        batch="mast",
-        project=project.slug,
-        ignore_unknown_modes=True,
-        stdout=io.StringIO(),
-    )
+    path = import_mast(project)
     with path.open("rb") as stream:
         rounds = np.array([record.metadata["round"] for record in mast_labelled.parse(stream, path.name)])
     codes, votes = votes_from_file(path, project.taxonomy_version)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from django.core.management import call_command
 from taxonomy.schema import resolve_mode
 from taxonomy.services import version_to_spec
 from tests.agreement._reference import irrcac, krippendorff_nominal, statsmodels_fleiss
-from tests.services import datasets_dir
+from tests.services import datasets_dir, missing
 from traces.importers import mast_labelled
 
 TOL = 1e-9
@@ -51,11 +52,11 @@ def complete(table: np.ndarray) -> np.ndarray:
     return table[(table >= 0).all(axis=1)]
 
 
-@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
-def test_mast_fleiss_kappa_per_mode_matches_statsmodels_and_irrcac(project, tmp_path):
+def import_mast(project) -> Path:
+    """Import MAST's human-labelled release into `project` as a user would; returns the file's path."""
     path = datasets_dir() / FILE
     if not path.exists():
-        pytest.skip(f"{path} is missing")
+        missing(str(path), "The MAST tests read MAST's human-labelled release from ../shared/datasets/mast/.")
     call_command(
         "import_traces",
         str(path),
@@ -64,6 +65,12 @@ def test_mast_fleiss_kappa_per_mode_matches_statsmodels_and_irrcac(project, tmp_
         ignore_unknown_modes=True,
         stdout=io.StringIO(),
     )
+    return path
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_mast_fleiss_kappa_per_mode_matches_statsmodels_and_irrcac(project, tmp_path):
+    path = import_mast(project)
     buffer = io.StringIO()
     call_command("agreement", project.slug, "--json", stdout=buffer)
     report = json.loads(buffer.getvalue())

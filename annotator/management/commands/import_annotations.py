@@ -3,7 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.management.paths import TRACE_SUFFIXES, expand_paths
-from annotator.management.reporting import report_attribution_conflicts
+from annotator.management.reporting import report_label_details
 from annotator.models import Project
 from annotator.services.annotation_files import LABEL_FORMATS, read_label_file
 from annotator.services.label_import import LabelImportError, do_import_annotations, parse_rater_map
@@ -87,12 +87,4 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"New imported raters (inactive, never given work): {', '.join(result.users_created)}"
             )
-        if result.empty:
-            self.stdout.write(
-                f"  {result.empty} records said nothing (no label, no 'no failure'): not stored"
-            )
-        for mode, count in result.missing_votes.most_common():
-            self.stdout.write(f"  {count} votes on {mode} missing in the source: kept as missing")
-        for mode, count in result.ignored_modes.most_common():
-            self.stdout.write(f"  ignored {count} labels of unknown mode {mode!r}")
-        report_attribution_conflicts(self, result.attribution_conflicts)
+        report_label_details(self, result)

@@ -5,7 +5,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.management.paths import TRACE_SUFFIXES, expand_paths
-from annotator.management.reporting import report_attribution_conflicts
+from annotator.management.reporting import report_label_details
 from annotator.models import Project
 from annotator.raters import rater_source
 from annotator.services.imports import do_import_traces
@@ -146,15 +146,7 @@ class Command(BaseCommand):
                     else ""
                 )
             )
-            if labels.empty:
-                self.stdout.write(
-                    f"  {labels.empty} records said nothing (no label, no 'no failure'): not stored"
-                )
-            for mode, count in labels.missing_votes.most_common():
-                self.stdout.write(f"  {count} votes on {mode} missing in the source: kept as missing")
-            for mode, count in labels.ignored_modes.most_common():
-                self.stdout.write(f"  ignored {count} labels of unknown mode {mode!r}")
-            report_attribution_conflicts(self, labels.attribution_conflicts)
+            report_label_details(self, labels)
 
 
 def _expand(paths: list[str], fmt: str | None):
