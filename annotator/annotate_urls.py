@@ -18,6 +18,8 @@ urlpatterns = [
     path("members/", members.members, name="project-members"),
     path("members/add/", members.add_member, name="project-member-add"),
     path("members/<int:membership_id>/remove/", members.remove_member, name="project-member-remove"),
+    path("members/<int:membership_id>/role/", members.change_role, name="project-member-role"),
+    path("archive/", members.archive, name="project-archive"),
     path("batches/attach/", members.attach_batch, name="project-batch-attach"),
     path("settings/", members.update_settings, name="project-settings"),
 ]

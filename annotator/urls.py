@@ -6,12 +6,13 @@ from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from annotator.views import discussions, exports, home, imports, projects, system
+from annotator.views import discussions, exports, home, imports, new_project, projects, system
 
 urlpatterns = [
     path("", home.home, name="home"),
     path("healthz", system.healthz, name="healthz"),
     path("mentions/", discussions.mentions, name="mentions"),
+    path("projects/new/", new_project.new_project, name="project-new"),
     path("p/<slug:slug>/", projects.project_detail, name="project-detail"),
     path("p/<slug:slug>/import/", imports.import_page, name="project-import"),
     path("p/<slug:slug>/import/<int:job_id>/", imports.import_job, name="project-import-job"),
@@ -32,6 +33,19 @@ urlpatterns = [
     path("p/<slug:slug>/", include("annotator.review_urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # The one-time set-password link of an invitation (annotator/services/members.py): Django's reset view.
+    path(
+        "accounts/set-password/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(
+            template_name="registration/set_password.html", success_url="/accounts/set-password/done/"
+        ),
+        name="password-set",
+    ),
+    path(
+        "accounts/set-password/done/",
+        auth_views.PasswordResetCompleteView.as_view(template_name="registration/set_password_done.html"),
+        name="password-set-done",
+    ),
     path("taxonomies/", include("taxonomy.urls")),
     path("traces/", include("traces.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -3,7 +3,7 @@
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
-from annotator.api import exports, imports, projects, tokens
+from annotator.api import admin, exports, imports, projects, tokens
 from taxonomy.api import TaxonomyViewSet
 
 router = DefaultRouter()
@@ -13,6 +13,12 @@ router.register("taxonomies", TaxonomyViewSet, basename="api-taxonomy")
 
 urlpatterns = [
     path("token/", tokens.IssueToken.as_view(), name="api-token"),
+    # Project administration: settings, archive, members, batches (annotator/api/admin.py).
+    path("projects/<slug:slug>/settings/", admin.project_settings, name="api-project-settings"),
+    path("projects/<slug:slug>/archive/", admin.archive_project, name="api-project-archive"),
+    path("projects/<slug:slug>/members/", admin.members, name="api-members"),
+    path("projects/<slug:slug>/members/<int:membership_id>/", admin.member, name="api-member"),
+    path("projects/<slug:slug>/batches/", admin.batches, name="api-project-batches"),
     path("projects/<slug:slug>/imports/", imports.start_import, name="api-import-start"),
     path("projects/<slug:slug>/imports/<int:job_id>/", imports.import_status, name="api-import-status"),
     path("projects/<slug:slug>/exports/", exports.start_export, name="api-export-start"),
