@@ -22,8 +22,16 @@ from rest_framework.views import APIView
 from annotator.access import MANAGE_ROLES, access_assignment, access_project
 from annotator.models import LLMRun
 from annotator.services.llm_agreement import llm_agreement
+from annotator.services.llm_labeller import messages_for
 from annotator.services.llm_opinion import llm_opinions_for
-from annotator.services.llm_runs import LLMRunError, do_resume_run, do_start_run, do_stop_run, run_progress
+from annotator.services.llm_runs import (
+    LLMRunError,
+    check_run_request,
+    do_resume_run,
+    do_start_run,
+    do_stop_run,
+    run_progress,
+)
 from annotator.services.llm_settings import (
     LLMSettingsError,
     current_prompt,
@@ -34,6 +42,7 @@ from annotator.services.llm_settings import (
     get_config,
 )
 from annotator.views.llm_forms import LLMConfigForm
+from traces.models import Trace
 
 
 class RunStatus(serializers.Serializer):
@@ -287,6 +296,54 @@ class LLMRunResume(APIView):
         return Response(
             run_progress(run, hide=project.access.blind_trace_ids()), status=status.HTTP_202_ACCEPTED
         )
+
+
+class RunPreview(serializers.Serializer):
+    model = serializers.CharField()
+    base_url = serializers.CharField()
+    prompt_version = serializers.IntegerField()
+    trace = serializers.CharField(help_text="The external id of the batch's first trace")
+    messages = serializers.ListField(
+        child=serializers.DictField(child=serializers.CharField()),
+        help_text="role and content, as they would be sent",
+    )
+
+
+class LLMRunPreview(APIView):
+    @extend_schema(
+        summary="Dry run: the messages a run would send for the batch's first trace; calls nothing (owners only)",
+        request=StartRunSerializer,
+        responses={200: RunPreview, 400: _ERROR},
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        project = access_project(request.user, slug, roles=MANAGE_ROLES)
+        body = StartRunSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            batch, config, model = check_run_request(
+                project,
+                batch_name=body.validated_data["batch"],
+                limit=body.validated_data.get("limit"),
+                model=body.validated_data.get("model") or None,
+                check_url=False,
+            )
+        except LLMRunError as error:
+            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+        trace = Trace.objects.filter(batch=batch).order_by("id").first()
+        if trace is None:
+            return Response(
+                {"detail": f"Batch {batch.name!r} has no traces"}, status=status.HTTP_400_BAD_REQUEST
+            )
+        template = current_prompt(project)
+        messages = messages_for(project, trace, template=template, budget=config.max_trace_chars)
+        preview = {
+            "model": model,
+            "base_url": config.base_url,
+            "prompt_version": template.number,
+            "trace": trace.external_id,
+            "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+        }
+        return Response(RunPreview(preview).data)
 
 
 class LLMRunStop(APIView):

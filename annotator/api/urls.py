@@ -3,7 +3,7 @@
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
-from annotator.api import admin, exports, imports, projects, tokens
+from annotator.api import admin, exports, imports, label_imports, projects, tokens
 from taxonomy.api import TaxonomyViewSet
 
 router = DefaultRouter()
@@ -19,6 +19,7 @@ urlpatterns = [
     path("projects/<slug:slug>/members/", admin.members, name="api-members"),
     path("projects/<slug:slug>/members/<int:membership_id>/", admin.member, name="api-member"),
     path("projects/<slug:slug>/batches/", admin.batches, name="api-project-batches"),
+    path("projects/<slug:slug>/label-imports/", label_imports.import_labels, name="api-label-import"),
     path("projects/<slug:slug>/imports/", imports.start_import, name="api-import-start"),
     path("projects/<slug:slug>/imports/<int:job_id>/", imports.import_status, name="api-import-status"),
     path("projects/<slug:slug>/exports/", exports.start_export, name="api-export-start"),
