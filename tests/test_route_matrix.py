@@ -151,6 +151,7 @@ api-llm-key                   DELETE 401   404   403   403   403   403   200   2
 api-llm-prompt                GET   401   404   403   403   403   403   200   200   404   404
 api-label-import              POST  401   404   403   403   403   403   400   400   404   404
 api-llm-run-preview           POST  401   404   403   403   403   403   400   400   404   404
+api-rounds-trend              GET   401   404   403   403   200   200   200   403   404   404
 api-llm-run-stop              POST  401   404   403   403   403   403   409   409   404   404
 api-llm-runs                  GET   401   404   403   403   403   403   200   200   404   404
 api-llm-run                   GET   401   404   403   403   403   403   200   200   404   404

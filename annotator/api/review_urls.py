@@ -7,6 +7,7 @@ from annotator.api import adjudication, agreement, rounds
 urlpatterns = [
     path("agreement/", agreement.agreement, name="api-agreement"),
     path("rounds/", rounds.rounds, name="api-rounds"),
+    path("rounds/trend/", rounds.trend, name="api-rounds-trend"),
     path("rounds/<int:round_id>/close/", rounds.close, name="api-rounds-close"),
     path("adjudication/", adjudication.queue, name="api-adjudication"),
     path("adjudication/claim/", adjudication.claim_next, name="api-adjudication-claim"),
