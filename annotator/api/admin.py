@@ -38,6 +38,7 @@ from annotator.services.projects import (
 )
 from traces.models import Batch
 
+MAX_GUIDELINES = 100_000
 _ERROR = OpenApiResponse(description="What is wrong with the request ({detail})")
 
 
@@ -49,7 +50,9 @@ class NewProjectSerializer(serializers.Serializer):
         min_value=1, required=False, help_text="Default: the newest version"
     )
     overlap = serializers.IntegerField(min_value=1, max_value=20, default=2)
-    guidelines = serializers.CharField(allow_blank=True, default="", help_text="Markdown shown to annotators")
+    guidelines = serializers.CharField(
+        allow_blank=True, default="", max_length=MAX_GUIDELINES, help_text="Markdown shown to annotators"
+    )
     blind = serializers.BooleanField(default=True)
     batches = serializers.ListField(
         child=serializers.CharField(max_length=200),
@@ -65,7 +68,7 @@ class SettingsSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False)
     overlap = serializers.IntegerField(min_value=1, max_value=20, required=False)
     reservation_minutes = serializers.IntegerField(min_value=1, max_value=24 * 60, required=False)
-    guidelines = serializers.CharField(allow_blank=True, required=False)
+    guidelines = serializers.CharField(allow_blank=True, required=False, max_length=MAX_GUIDELINES)
 
 
 class ArchiveSerializer(serializers.Serializer):

@@ -24,7 +24,7 @@ class NewProjectForm(forms.Form):
     )
     taxonomy_version = forms.ModelChoiceField(queryset=TaxonomyVersion.objects.none(), label="Taxonomy")
     overlap = forms.IntegerField(min_value=1, max_value=20, initial=2, label="Annotators per trace (overlap)")
-    guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), required=False)
+    guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), required=False, max_length=100_000)
     batches = forms.ModelMultipleChoiceField(queryset=None, required=False, help_text="Batches you may see")
 
     def __init__(self, *args, user, **kwargs):
