@@ -170,7 +170,8 @@ def test_an_archived_project_leaves_the_home_list_takes_no_new_work_and_stays_re
     client.force_login(annotator_a)
     assert "Demo project" not in client.get("/").content.decode()
     assert "Demo project" in client.get("/?archived=1").content.decode()
-    assert client.get(f"/p/{project.slug}/").status_code == 200
+    page = client.get(f"/p/{project.slug}/")
+    assert page.status_code == 200 and 'id="archived-notice"' in page.content.decode()
     response = client.post(f"/p/{project.slug}/next/", follow=True)
     assert "archived" in response.content.decode()
     assert not Assignment.objects.filter(annotator=annotator_a, reserved_until__isnull=False).exists()
