@@ -275,6 +275,26 @@ if not re.fullmatch(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)", API_TOKEN_R
     raise ImproperlyConfigured(f"API_TOKEN_RATE={API_TOKEN_RATE!r} is not a rate such as 10/minute")
 # ---- end of sign-in limits and API tokens -------------------------------------------------------------
 
+# ---- Project administration (issue 15, point 2) ----------------------------------------------------
+# Who may create projects from the home page and POST /api/projects/: "staff" (the default) or "any" signed-in
+# user. The creator becomes the project's owner.
+PROJECT_CREATORS = envstr("PROJECT_CREATORS", "staff").strip().lower()
+if PROJECT_CREATORS not in ("staff", "any"):
+    raise ImproperlyConfigured(f"PROJECT_CREATORS={PROJECT_CREATORS!r}: use staff or any")
+# Invitations: an invited person gets a one-time set-password link (Django's password-reset tokens, valid
+# PASSWORD_RESET_TIMEOUT seconds). The link is shown to the owner to copy, and e-mailed through EMAIL_BACKEND
+# (the console by default: printed to the server's log). Set EMAIL_BACKEND=...smtp.EmailBackend and EMAIL_HOST,
+# EMAIL_PORT, EMAIL_HOST_USER, EMAIL_HOST_PASSWORD, EMAIL_USE_TLS to send real mail.
+EMAIL_BACKEND = envstr("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = envstr("EMAIL_HOST", "localhost")
+EMAIL_PORT = envint("EMAIL_PORT", 25)
+EMAIL_HOST_USER = envstr("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = envstr("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "annotator@localhost")
+PASSWORD_RESET_TIMEOUT = envint("PASSWORD_RESET_TIMEOUT", 3 * 24 * 3600)
+# ---- end of project administration ------------------------------------------------------------------
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "annotator.api.auth.HashedTokenAuthentication",

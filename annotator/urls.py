@@ -14,6 +14,7 @@ from annotator.views import (
     exports,
     home,
     imports,
+    new_project,
     llm,
     members,
     projects,
@@ -37,9 +38,25 @@ system_urls = [
 auth_urls = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # The one-time set-password link of an invitation (annotator/services/members.py): Django's reset view.
+    path(
+        "accounts/set-password/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(
+            template_name="registration/set_password.html", success_url="/accounts/set-password/done/"
+        ),
+        name="password-set",
+    ),
+    path(
+        "accounts/set-password/done/",
+        auth_views.PasswordResetCompleteView.as_view(template_name="registration/set_password_done.html"),
+        name="password-set-done",
+    ),
 ]
 projects_urls = [
     path("p/<slug:slug>/", projects.project_detail, name="project-detail"),
+]
+new_project_urls = [
+    path("projects/new/", new_project.new_project, name="project-new"),
 ]
 members_urls = [
     path("p/<slug:slug>/members/", members.members, name="project-members"),
@@ -51,6 +68,8 @@ members_urls = [
     ),
     path("p/<slug:slug>/batches/attach/", members.attach_batch, name="project-batch-attach"),
     path("p/<slug:slug>/settings/", members.update_settings, name="project-settings"),
+    path("p/<slug:slug>/members/<int:membership_id>/role/", members.change_role, name="project-member-role"),
+    path("p/<slug:slug>/archive/", members.archive, name="project-archive"),
 ]
 imports_urls = [
     path("p/<slug:slug>/import/", imports.import_page, name="project-import"),
@@ -165,6 +184,7 @@ urlpatterns = [
     *system_urls,
     *auth_urls,
     *projects_urls,
+    *new_project_urls,
     *members_urls,
     *imports_urls,
     *exports_urls,

@@ -49,6 +49,7 @@ from annotator.services.adjudication import do_check_trace
 from annotator.services.annotations import do_save_draft
 from annotator.services.assignment import do_assign
 from annotator.services.llm_settings import current_prompt, llm_rater
+from annotator.services.members import set_password_path
 from annotator.services.payload import AnnotationPayload
 from annotator.services.reports import do_request_report
 from annotator.services.rounds import TraceChoice, do_close_round, do_open_round
@@ -90,11 +91,11 @@ trace-step                    GET   login 404   200   200   200   200   200   20
 trace-review                  GET   login 404   403   403   200   403   200   403   404   404
 trace-review-steps            GET   login 404   403   403   200   403   200   403   404   404
 project-traces                GET   login 404   403   403   200   403   200   200   404   404
-project-members               GET   login 404   403   403   403   403   200   200   404   404
-project-member-add            POST  login 404   403   403   403   403   302   302   404   404
-project-member-remove         POST  login 404   403   403   403   403   302   302   404   404
-project-batch-attach          POST  login 404   403   403   403   403   302   302   404   404
-project-settings              POST  login 404   403   403   403   403   302   302   404   404
+project-members               GET   login 404   403   403   403   403   200   200   404   200
+project-member-add            POST  login 404   403   403   403   403   302   302   404   302
+project-member-remove         POST  login 404   403   403   403   403   302   302   404   302
+project-batch-attach          POST  login 404   403   403   403   403   302   302   404   302
+project-settings              POST  login 404   403   403   403   403   302   302   404   302
 project-llm                   GET   login 404   403   403   403   403   200   200   404   404
 project-llm-config            POST  login 404   403   403   403   403   422   422   404   404
 project-llm-key               POST  login 404   403   403   403   403   422   422   404   404
@@ -135,6 +136,23 @@ api-claim-next                POST  401   404   200   204   403   403   403   20
 api-my-annotation             GET   401   404   200   404   403   403   403   404   404   404
 api-submit                    POST  401   404   400   404   403   403   403   404   404   404
 api-skip                      POST  401   404   400   404   403   403   403   404   404   404
+project-new                   GET   login 403   403   403   403   403   403   403   403   200
+password-set                  GET   302   302   302   302   302   302   302   302   302   302
+password-set-done             GET   200   200   200   200   200   200   200   200   200   200
+project-member-role           POST  login 404   403   403   403   403   302   302   404   302
+project-archive               POST  login 404   403   403   403   403   302   302   404   302
+api-project-settings          GET   401   404   403   403   403   403   200   200   404   200
+api-project-archive           POST  401   404   403   403   403   403   200   200   404   200
+api-members                   GET   401   404   403   403   403   403   200   200   404   200
+api-member                    DELETE 401   404   403   403   403   403   200   200   404   200
+api-project-batches           GET   401   404   403   403   403   403   200   200   404   200
+api-llm-settings              GET   401   404   403   403   403   403   200   200   404   404
+api-llm-key                   DELETE 401   404   403   403   403   403   200   200   404   404
+api-llm-prompt                GET   401   404   403   403   403   403   200   200   404   404
+api-label-import              POST  401   404   403   403   403   403   400   400   404   404
+api-llm-run-preview           POST  401   404   403   403   403   403   400   400   404   404
+api-rounds-trend              GET   401   404   403   403   200   200   200   403   404   404
+api-llm-run-stop              POST  401   404   403   403   403   403   409   409   404   404
 api-llm-runs                  GET   401   404   403   403   403   403   200   200   404   404
 api-llm-run                   GET   401   404   403   403   403   403   200   200   404   404
 api-llm-run-resume            POST  401   404   403   403   403   403   409   409   404   404
@@ -283,7 +301,13 @@ def world(project, owner, annotator_a, annotator_b, adjudicator, outsider):
     Comment.objects.create(thread=thread, author=annotator_b, body=f"{MARK_T1}-comment")
     ModeProposal.objects.create(project=project, trace=t1, author=annotator_b, text=f"{MARK_T1}-proposal")
     membership = project.memberships.get(user=annotator_b, role="annotator")
+    invited = UserFactory(username="ivy-invited", email="ivy@example.org")
+    invited.set_unusable_password()
+    invited.save()
+    link = set_password_path(invited).rstrip("/").split("/")
     kwargs = {
+        "uidb64": link[-2],
+        "token": link[-1],
         "slug": project.slug,
         "trace_id": t1.pk,
         "index": 0,

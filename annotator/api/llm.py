@@ -1,5 +1,10 @@
-"""LLM rater API: start a run and follow it (owners), its agreement with humans and gold (owners), and the
-model's labels of a trace for the annotator who has submitted their own (when the project allows it).
+"""LLM rater API: the endpoint settings, the stored key and the versioned prompt (owners), start, stop and
+follow runs (owners), their agreement with humans and gold (owners), and the model's labels of a trace for
+the annotator who has submitted their own (when the project allows it).
+
+The settings go through the page's own form (annotator.views.llm_forms.LLMConfigForm), so the same rules
+hold: a key comes only from a variable the administrator lists (LLM_KEY_ENVS) or is stored encrypted, the
+base URL passes annotator.llm.urlguard, and a changed base URL forgets the stored key.
 
 Access goes through annotator.access like every page: outsiders 404, members without the role 403. No
 response carries the API key: runs expose their endpoint snapshot, which never holds one.
@@ -19,8 +24,27 @@ from annotator.api.errors import ErrorSerializer, error_response
 from annotator.api.signature_serializers import EstimateSerializer
 from annotator.models import LLMRun
 from annotator.services.llm_agreement import llm_agreement
+from annotator.services.llm_labeller import messages_for
 from annotator.services.llm_opinion import llm_opinions_for
-from annotator.services.llm_runs import LLMRunError, do_resume_run, do_start_run, run_progress
+from annotator.services.llm_runs import (
+    LLMRunError,
+    check_run_request,
+    do_resume_run,
+    do_start_run,
+    do_stop_run,
+    run_progress,
+)
+from annotator.services.llm_settings import (
+    LLMSettingsError,
+    current_prompt,
+    do_forget_key,
+    do_save_config,
+    do_save_prompt,
+    do_store_key,
+    get_config,
+)
+from annotator.views.llm_forms import LLMConfigForm
+from traces.models import Trace
 
 
 class RunFailureSerializer(serializers.Serializer):
@@ -131,6 +155,151 @@ class StartRunSerializer(serializers.Serializer):
 _ERROR = OpenApiResponse(ErrorSerializer, description="What is wrong with the request")
 
 
+class LLMSettingsSerializer(serializers.Serializer):
+    """The project's LLM endpoint. Never the key: only where it comes from (`key_source`)."""
+
+    base_url = serializers.CharField(
+        max_length=500,
+        help_text="Up to /v1; a private or local address only if LLM_ALLOWED_BASE_URLS allows it",
+    )
+    model = serializers.CharField(max_length=200, allow_blank=True)
+    api_key_env = serializers.CharField(
+        max_length=100,
+        allow_blank=True,
+        help_text="One of the variables the administrator lists (LLM_KEY_ENVS)",
+    )
+    temperature = serializers.FloatField()
+    max_tokens = serializers.IntegerField()
+    requests_per_minute = serializers.IntegerField()
+    token_cap = serializers.IntegerField(help_text="Per run; 0: no cap")
+    timeout_seconds = serializers.FloatField()
+    max_trace_chars = serializers.IntegerField()
+    json_mode = serializers.BooleanField()
+    show_to_annotators = serializers.BooleanField()
+
+
+class LLMSettingsOut(LLMSettingsSerializer):
+    key_source = serializers.CharField(help_text="Where the key comes from (never the key itself)")
+    has_stored_key = serializers.BooleanField()
+    allowed_key_envs = serializers.ListField(child=serializers.CharField())
+    key_forgotten = serializers.BooleanField(
+        help_text="true when this change of base URL removed the stored key (store it again)"
+    )
+
+
+class LLMSettingsPatch(LLMSettingsSerializer):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            field.required = False
+
+
+class StoreKeySerializer(serializers.Serializer):
+    api_key = serializers.CharField(max_length=500, help_text="Stored encrypted; never shown again")
+
+
+class PromptSerializer(serializers.Serializer):
+    number = serializers.IntegerField(read_only=True, help_text="The prompt version")
+    instructions = serializers.CharField(help_text="Saving different text makes a new version")
+    created = serializers.BooleanField(read_only=True, help_text="Whether this request made a new version")
+
+
+def _settings_body(config, *, forgot: bool = False) -> dict:
+    from annotator.llm.secrets import allowed_key_envs
+
+    data = {name: getattr(config, name) for name in LLMSettingsSerializer().fields}
+    data.update(
+        key_source=config.key_source(),
+        has_stored_key=config.has_stored_key,
+        allowed_key_envs=sorted(allowed_key_envs()),
+        key_forgotten=forgot,
+    )
+    return LLMSettingsOut(data).data
+
+
+class LLMSettings(APIView):
+    @extend_schema(
+        summary="The project's LLM endpoint settings (owners only; never the key)", responses=LLMSettingsOut
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        project = access_project(request.user, slug, roles=MANAGE_ROLES)
+        return Response(_settings_body(get_config(project)))
+
+    @extend_schema(
+        summary="Change the LLM endpoint settings; fields left out keep their value (owners only)",
+        request=LLMSettingsPatch,
+        responses={200: LLMSettingsOut, 400: _ERROR},
+    )
+    def patch(self, request: Request, slug: str) -> Response:
+        project = access_project(request.user, slug, roles=MANAGE_ROLES)
+        body = LLMSettingsPatch(data=request.data)
+        body.is_valid(raise_exception=True)
+        config = get_config(project)
+        current = {name: getattr(config, name) for name in LLMSettingsSerializer().fields}
+        # The page's form validates (base URL rule, allowed key variables, ranges): one rule set for both.
+        form = LLMConfigForm({**current, **body.validated_data}, instance=config)
+        if not form.is_valid():
+            errors = {field: [str(e) for e in errs] for field, errs in form.errors.items()}
+            first = next(iter(errors.items()))
+            return Response(
+                {"detail": f"{first[0]}: {first[1][0]}", "errors": errors}, status=status.HTTP_400_BAD_REQUEST
+            )
+        forgot = do_save_config(form.save(commit=False), actor=request.user)
+        return Response(_settings_body(get_config(project), forgot=forgot))
+
+
+class LLMKey(APIView):
+    @extend_schema(
+        summary="Store an API key for the project's endpoint, encrypted (owners only)",
+        request=StoreKeySerializer,
+        responses={200: LLMSettingsOut, 400: _ERROR},
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        project = access_project(request.user, slug, roles=MANAGE_ROLES)
+        body = StoreKeySerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            do_store_key(project, body.validated_data["api_key"], actor=request.user)
+        except LLMSettingsError as error:
+            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(_settings_body(get_config(project)))
+
+    @extend_schema(summary="Remove the stored API key (owners only)", request=None, responses=LLMSettingsOut)
+    def delete(self, request: Request, slug: str) -> Response:
+        project = access_project(request.user, slug, roles=MANAGE_ROLES)
+        do_forget_key(project, actor=request.user)
+        return Response(_settings_body(get_config(project)))
+
+
+class LLMPrompt(APIView):
+    @extend_schema(summary="The current prompt version (owners only)", responses=PromptSerializer)
+    def get(self, request: Request, slug: str) -> Response:
+        project = access_project(request.user, slug, roles=MANAGE_ROLES)
+        template = current_prompt(project)
+        return Response(PromptSerializer({**vars(template), "created": False}).data)
+
+    @extend_schema(
+        summary="Save the prompt's instructions as a new version (unchanged text keeps the version)",
+        request=PromptSerializer,
+        responses={200: PromptSerializer, 400: _ERROR},
+    )
+    def put(self, request: Request, slug: str) -> Response:
+        project = access_project(request.user, slug, roles=MANAGE_ROLES)
+        body = PromptSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            template, created = do_save_prompt(
+                project, body.validated_data["instructions"], actor=request.user
+            )
+        except LLMSettingsError as error:
+            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(
+            PromptSerializer(
+                {"number": template.number, "instructions": template.instructions, "created": created}
+            ).data
+        )
+
+
 class LLMRunList(APIView):
     @extend_schema(
         summary="The project's LLM runs, newest first (owners only)", responses={200: RunStatus(many=True)}
@@ -197,6 +366,74 @@ class LLMRunResume(APIView):
             RunStatus(run_progress(run, hide=project.access.blind_trace_ids())).data,
             status=status.HTTP_202_ACCEPTED,
         )
+
+
+class RunPreview(serializers.Serializer):
+    model = serializers.CharField()
+    base_url = serializers.CharField()
+    prompt_version = serializers.IntegerField()
+    trace = serializers.CharField(help_text="The external id of the batch's first trace")
+    messages = serializers.ListField(
+        child=serializers.DictField(child=serializers.CharField()),
+        help_text="role and content, as they would be sent",
+    )
+
+
+class LLMRunPreview(APIView):
+    @extend_schema(
+        summary="Dry run: the messages a run would send for the batch's first trace; calls nothing (owners only)",
+        request=StartRunSerializer,
+        responses={200: RunPreview, 400: _ERROR},
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        project = access_project(request.user, slug, roles=MANAGE_ROLES)
+        body = StartRunSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            batch, config, model = check_run_request(
+                project,
+                batch_name=body.validated_data["batch"],
+                limit=body.validated_data.get("limit"),
+                model=body.validated_data.get("model") or None,
+                check_url=False,
+            )
+        except LLMRunError as error:
+            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+        trace = Trace.objects.filter(batch=batch).order_by("id").first()
+        if trace is None:
+            return Response(
+                {"detail": f"Batch {batch.name!r} has no traces"}, status=status.HTTP_400_BAD_REQUEST
+            )
+        template = current_prompt(project)
+        messages = messages_for(project, trace, template=template, budget=config.max_trace_chars)
+        preview = {
+            "model": model,
+            "base_url": config.base_url,
+            "prompt_version": template.number,
+            "trace": trace.external_id,
+            "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+        }
+        return Response(RunPreview(preview).data)
+
+
+class LLMRunStop(APIView):
+    @extend_schema(
+        summary="Stop a queued or running run; resume it later (owners only)",
+        request=None,
+        responses={200: RunStatus, 409: _ERROR},
+    )
+    def post(self, request: Request, slug: str, run_id: int) -> Response:
+        project = access_project(request.user, slug, roles=MANAGE_ROLES)
+        run = get_object_or_404(
+            LLMRun.objects.select_related("batch", "prompt", "rater"), project=project, pk=run_id
+        )
+        if not do_stop_run(run):
+            return Response(
+                {"detail": f"Run {run.pk} is {run.status_label}: nothing to stop"},
+                status=status.HTTP_409_CONFLICT,
+            )
+        run.refresh_from_db()
+        return Response(run_progress(run, hide=project.access.blind_trace_ids()))
 
 
 class LLMAgreement(APIView):

@@ -11,7 +11,15 @@ from rest_framework.response import Response
 from annotator.access import MANAGE_ROLES, REPORT_ROLES, access_project
 from annotator.api.errors import ErrorSerializer, error_response
 from annotator.models import CalibrationRound
-from annotator.services.rounds import RoundError, TraceChoice, do_close_round, do_open_round, round_progress
+from annotator.services.rounds import (
+    RoundError,
+    TraceChoice,
+    do_close_round,
+    do_open_round,
+    round_progress,
+    round_trend,
+    trend_json,
+)
 
 
 class RoundSerializer(serializers.ModelSerializer):
@@ -126,3 +134,33 @@ def close(request, slug: str, round_id: int):
     except RoundError as error:
         return error_response(str(error), status=status.HTTP_400_BAD_REQUEST, errors=[str(error)])
     return Response(RoundSerializer(round_).data)
+
+
+class TrendMode(serializers.Serializer):
+    kappa = serializers.FloatField(allow_null=True)
+    kappa_ci = serializers.ListField(child=serializers.FloatField(allow_null=True))
+    krippendorff_alpha = serializers.FloatField(allow_null=True)
+    gwet_ac1 = serializers.FloatField(allow_null=True)
+    observed_agreement = serializers.FloatField(allow_null=True)
+
+
+class TrendSerializer(serializers.Serializer):
+    rounds = serializers.ListField(child=serializers.CharField(), help_text="Closed rounds, in order")
+    overall = serializers.DictField(
+        child=serializers.ListField(child=serializers.FloatField(allow_null=True)),
+        help_text="Each overall estimate, one value per round",
+    )
+    modes = serializers.DictField(
+        child=serializers.ListField(child=TrendMode(allow_null=True)),
+        help_text="Per mode code, one entry per round (null: the round has no row for the mode)",
+    )
+
+
+@extend_schema(
+    responses=TrendSerializer,
+    summary="Agreement across closed rounds, per mode and overall (the CLI's `rounds SLUG trend --json`)",
+)
+@api_view(["GET"])
+def trend(request, slug: str):
+    project = access_project(request.user, slug, roles=REPORT_ROLES, shows_labels=True)
+    return Response(TrendSerializer(trend_json(round_trend(project))).data)

@@ -11,10 +11,12 @@ from rest_framework.routers import DefaultRouter
 
 from annotator.api import (
     adjudication,
+    admin,
     agreement,
     annotations,
     exports,
     imports,
+    label_imports,
     llm,
     projects,
     rounds,
@@ -37,6 +39,16 @@ schema_urls = [
 ]
 token_urls = [
     path("token/", tokens.IssueToken.as_view(), name="api-token"),
+]
+admin_urls = [
+    path("projects/<slug:slug>/settings/", admin.project_settings, name="api-project-settings"),
+    path("projects/<slug:slug>/archive/", admin.archive_project, name="api-project-archive"),
+    path("projects/<slug:slug>/members/", admin.members, name="api-members"),
+    path("projects/<slug:slug>/members/<int:membership_id>/", admin.member, name="api-member"),
+    path("projects/<slug:slug>/batches/", admin.batches, name="api-project-batches"),
+]
+label_imports_urls = [
+    path("projects/<slug:slug>/label-imports/", label_imports.import_labels, name="api-label-import"),
 ]
 imports_urls = [
     path("projects/<slug:slug>/imports/", imports.start_import, name="api-import-start"),
@@ -97,6 +109,11 @@ llm_urls = [
         name="api-llm-run-resume",
     ),
     path("projects/<slug:slug>/llm-agreement/", llm.LLMAgreement.as_view(), name="api-llm-agreement"),
+    path("projects/<slug:slug>/llm-settings/", llm.LLMSettings.as_view(), name="api-llm-settings"),
+    path("projects/<slug:slug>/llm-settings/key/", llm.LLMKey.as_view(), name="api-llm-key"),
+    path("projects/<slug:slug>/llm-settings/prompt/", llm.LLMPrompt.as_view(), name="api-llm-prompt"),
+    path("projects/<slug:slug>/llm-runs/preview/", llm.LLMRunPreview.as_view(), name="api-llm-run-preview"),
+    path("projects/<slug:slug>/llm-runs/<int:run_id>/stop/", llm.LLMRunStop.as_view(), name="api-llm-run-stop"),
     path(
         "projects/<slug:slug>/assignments/<int:assignment_id>/llm-labels/",
         llm.LLMLabelsForMe.as_view(),
@@ -109,6 +126,7 @@ agreement_urls = [
 rounds_urls = [
     path("projects/<slug:slug>/rounds/", rounds.rounds, name="api-rounds"),
     path("projects/<slug:slug>/rounds/<int:round_id>/close/", rounds.close, name="api-rounds-close"),
+    path("projects/<slug:slug>/rounds/trend/", rounds.trend, name="api-rounds-trend"),
 ]
 adjudication_urls = [
     path("projects/<slug:slug>/adjudication/", adjudication.queue, name="api-adjudication"),
@@ -132,6 +150,8 @@ signatures_urls = [
 urlpatterns = [
     *schema_urls,
     *token_urls,
+    *admin_urls,
+    *label_imports_urls,
     *imports_urls,
     *exports_urls,
     *traces_urls,

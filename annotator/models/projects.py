@@ -36,6 +36,8 @@ class Project(models.Model):
     reservation_minutes = models.PositiveIntegerField(default=30)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Archived: off the home list, no new work (claims, imports, batches, LLM runs), still readable.
+    archived_at = models.DateTimeField(null=True, blank=True)
 
     objects = ProjectQuerySet.as_manager()
 
@@ -47,6 +49,10 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def archived(self) -> bool:
+        return self.archived_at is not None
 
 
 class Membership(models.Model):

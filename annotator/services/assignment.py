@@ -152,6 +152,8 @@ def do_claim_next(
     other by. SQLite has no row locks and Django ignores skip_locked there, so the reservation itself is
     a conditional UPDATE (... WHERE reserved_until IS NULL OR expired) whose rowcount says who won.
     """
+    if project.archived_at is not None:
+        return None  # an archived project hands out no new work (drafts already open stay editable)
     now = now or timezone.now()
     until = now + timedelta(minutes=project.reservation_minutes)
     tried: list[int] = list(exclude)  # e.g. the trace the annotator is leaving: "next" means another one

@@ -61,6 +61,8 @@ def check_run_request(
 ):
     """(batch, config, model) for a valid request, else LLMRunError naming what to fix. `check_url=False`
     skips the base-URL rule (annotator.llm.urlguard) for a dry run, which calls nothing."""
+    if project.archived_at is not None:
+        raise LLMRunError("This project is archived: it takes no new runs (an owner can unarchive it).")
     config = get_config(project)
     model = (model or config.model or "").strip()
     if not model:

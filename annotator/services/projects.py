@@ -8,8 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.utils import timezone
 
 from annotator.models import Membership, Project, Role
 from annotator.services.assignment import do_assign
@@ -19,6 +21,24 @@ from traces.models import Batch
 
 class ProjectSetupError(ValueError):
     pass
+
+
+class ProjectArchived(ProjectSetupError):
+    """New work asked of an archived project (claims, imports, batches, LLM runs)."""
+
+
+def may_create_projects(user) -> bool:
+    """PROJECT_CREATORS decides: "staff" (the default) or "any" signed-in user."""
+    if not user.is_authenticated or not user.is_active:
+        return False
+    return user.is_staff or settings.PROJECT_CREATORS == "any"
+
+
+def refuse_if_archived(project: Project) -> None:
+    if project.archived_at is not None:
+        raise ProjectArchived(
+            f"Project {project.slug!r} is archived: it takes no new work (unarchive it first)"
+        )
 
 
 @dataclass
@@ -126,6 +146,7 @@ def do_create_project(
 @transaction.atomic
 def do_attach_batches(project: Project, batches: Iterable[Batch]) -> int:
     """Add batches to the project and assign their traces; returns the new assignments."""
+    refuse_if_archived(project)
     project.batches.add(*batches)
     return do_assign(project)
 
@@ -147,3 +168,56 @@ def do_update_settings(
     )
     project.refresh_from_db()
     return do_assign(project)
+
+
+@transaction.atomic
+def do_new_project(
+    creator,
+    *,
+    slug: str,
+    name: str,
+    taxonomy: str,
+    version: int | None = None,
+    overlap: int = 2,
+    guidelines: str = "",
+    blind: bool = True,
+    batches: Sequence[Batch] = (),
+) -> ProjectSetup:
+    """Create a project from the browser or the API; `creator` becomes its owner. Unlike the CLI's
+    `do_create_project` an existing slug is an error (a form never extends someone else's project).
+    The caller checks `may_create_projects(creator)` and that `batches` are ones the creator may see."""
+    slug = slug.strip().lower()
+    if not slug:
+        raise ProjectSetupError("The project needs a slug (letters, digits and dashes, used in its URLs)")
+    if Project.objects.filter(slug=slug).exists():
+        raise ProjectSetupError(f"A project with the slug {slug!r} exists already; choose another slug")
+    if not name.strip():
+        raise ProjectSetupError("The project needs a name")
+    if not 1 <= overlap <= 20:
+        raise ProjectSetupError("Overlap must be from 1 to 20 annotators per trace")
+    try:
+        taxonomy_version = resolve_version(taxonomy, version)
+    except Exception as error:  # DoesNotExist names the slug and version
+        raise ProjectSetupError(str(error)) from None
+    project = Project.objects.create(
+        slug=slug,
+        name=name.strip(),
+        taxonomy_version=taxonomy_version,
+        overlap=overlap,
+        guidelines=guidelines,
+        blind=blind,
+        created_by=creator,
+    )
+    Membership.objects.create(project=project, user=creator, role=Role.OWNER)
+    setup = ProjectSetup(project=project, created=True, members_added=[f"{creator.username} (owner)"])
+    project.batches.add(*batches)
+    setup.batches_added = [batch.name for batch in batches]
+    setup.assignments_created = do_assign(project)
+    return setup
+
+
+def do_archive_project(project: Project, *, archived: bool = True) -> None:
+    """Archive (or restore) a project: archived projects leave the home list, take no new work, stay
+    readable. Finished work and reports are kept as they are."""
+    Project.objects.filter(pk=project.pk).update(archived_at=timezone.now() if archived else None)
+    project.refresh_from_db(fields=["archived_at"])

@@ -228,3 +228,32 @@ def round_trend(project: Project) -> Trend:
 
 def round_report(round_: CalibrationRound) -> AgreementReport | None:
     return round_.report
+
+
+def trend_json(trend: Trend) -> dict:
+    """The trend as JSON (`manage.py rounds SLUG trend --json` and GET /api/projects/<slug>/rounds/trend/):
+    round names, the overall estimates per round, and per mode the kappa with its interval, alpha, AC1 and
+    observed agreement per round (null where a round has no row for the mode)."""
+
+    def value(estimate):
+        return None if not estimate else estimate.get("value")
+
+    return {
+        "rounds": [r.name for r in trend.rounds],
+        "overall": {label: [value(e) for e in values] for label, values in trend.overall},
+        "modes": {
+            code: [
+                None
+                if row is None
+                else {
+                    "kappa": value(row[row["kappa_ci"]["statistic"]]),
+                    "kappa_ci": [row["kappa_ci"]["low"], row["kappa_ci"]["high"]],
+                    "krippendorff_alpha": value(row["krippendorff_alpha"]),
+                    "gwet_ac1": value(row["gwet_ac1"]),
+                    "observed_agreement": value(row["observed_agreement"]),
+                }
+                for row in rows
+            ]
+            for code, _, rows in trend.modes
+        },
+    }

@@ -64,6 +64,8 @@ def do_queue_import(
     ignore_unknown_modes: bool,
 ) -> ImportJob:
     """Store the files and queue the job; the task starts only after the job row is committed."""
+    if project.archived_at is not None:
+        raise UploadError("This project is archived: it takes no new imports (an owner can unarchive it).")
     check_upload_request(batch_name, fmt, files)
     folder = Path(settings.UPLOAD_DIR) / uuid.uuid4().hex
     folder.mkdir(parents=True, exist_ok=True)

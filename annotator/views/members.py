@@ -1,24 +1,31 @@
-"""The owner's page: members and roles, batches, settings. Every change re-plans the assignments."""
+"""Project administration pages (owners, and staff: `access_project_admin`): members and roles, invitations,
+batches, settings, archive. Every change re-plans the assignments."""
 
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from annotator.access import MANAGE_ROLES, access_project
+from annotator.access import access_project_admin
 from annotator.assignment_strategy import pair_counts
 from annotator.batches import visible_batches
 from annotator.models import Assignment, Membership, Role
-from annotator.services.assignment import do_add_member, do_remove_annotator
-from annotator.services.projects import ProjectSetupError, do_attach_batches, do_update_settings
+from annotator.services.members import MemberError, do_add_existing, do_change_role, do_deactivate, do_invite
+from annotator.services.projects import (
+    ProjectSetupError,
+    do_archive_project,
+    do_attach_batches,
+    do_update_settings,
+)
+
+INVITE_LINK_KEY = "invite_link"
 
 
 def members(request: HttpRequest, slug: str) -> HttpResponse:
-    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    project = access_project_admin(request.user, slug)
     memberships = list(
         project.memberships.select_related("user").order_by("-active", "role", "user__username")
     )
@@ -51,68 +58,123 @@ def members(request: HttpRequest, slug: str) -> HttpResponse:
             .exclude(projects=project)
             .order_by("-created_at")[:200],
             "pair_rows": pair_rows,
+            # The one-time set-password link of the person just invited, shown once for the owner to copy.
+            "invite": request.session.pop(INVITE_LINK_KEY, None),
         },
     )
 
 
+def _created(count: int) -> str:
+    return f"; {count} traces assigned to annotators." if count else "."
+
+
 @require_POST
 def add_member(request: HttpRequest, slug: str) -> HttpResponse:
-    project = access_project(request.user, slug, roles=MANAGE_ROLES)
-    username = request.POST.get("username", "").strip()
+    """Add an existing account by username, or invite by e-mail (an account with a set-password link)."""
+    project = access_project_admin(request.user, slug)
     role = request.POST.get("role", "")
-    user = get_user_model().objects.filter(username=username).first()
-    if role not in Role.values:
-        messages.error(request, "Choose a role.")
-    elif user is None:
-        messages.error(request, f"There is no user “{username}”. Ask an administrator to create the account.")
-    else:
-        created = do_add_member(project, user, role)
-        messages.success(
-            request,
-            f"{user.username} is now {role}"
-            + (f"; {created} traces assigned to annotators." if created else "."),
-        )
+    email = request.POST.get("email", "").strip()
+    try:
+        if email:
+            change = do_invite(
+                project,
+                email=email,
+                role=role,
+                username=request.POST.get("username", ""),
+                base_url=request.build_absolute_uri("/").rstrip("/"),
+                actor=request.user,
+            )
+        else:
+            change = do_add_existing(project, request.POST.get("username", ""), role)
+    except MemberError as error:
+        messages.error(request, str(error))
+        return redirect("project-members", slug)
+    user = change.membership.user
+    messages.success(
+        request, f"{user.username} is now {change.membership.role}" + _created(change.assignments_created)
+    )
+    if change.set_password_path:
+        request.session[INVITE_LINK_KEY] = {
+            "username": user.username,
+            "email": user.email,
+            "link": request.build_absolute_uri(change.set_password_path),
+            "emailed": change.emailed,
+        }
     return redirect("project-members", slug)
 
 
 @require_POST
 def remove_member(request: HttpRequest, slug: str, membership_id: int) -> HttpResponse:
-    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    project = access_project_admin(request.user, slug)
     membership = get_object_or_404(Membership, project=project, pk=membership_id, active=True)
-    owners = project.memberships.filter(role=Role.OWNER, active=True).count()
-    if membership.role == Role.OWNER and owners <= 1:
-        messages.error(request, "A project needs at least one owner; add another owner first.")
+    try:
+        change = do_deactivate(project, membership)
+    except MemberError as error:
+        messages.error(request, str(error))
         return redirect("project-members", slug)
     if membership.role == Role.ANNOTATOR:
-        created = do_remove_annotator(project, membership.user)
         messages.success(
             request,
             f"{membership.user.username} no longer annotates; their submitted work stays, "
-            f"{created} unfinished traces went to others.",
+            f"{change.assignments_created} unfinished traces went to others.",
         )
     else:
-        Membership.objects.filter(pk=membership.pk).update(active=False)
         messages.success(request, f"{membership.user.username} is no longer {membership.role}.")
     return redirect("project-members", slug)
 
 
 @require_POST
+def change_role(request: HttpRequest, slug: str, membership_id: int) -> HttpResponse:
+    project = access_project_admin(request.user, slug)
+    membership = get_object_or_404(Membership, project=project, pk=membership_id, active=True)
+    try:
+        change = do_change_role(project, membership, request.POST.get("role", ""))
+    except MemberError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(
+            request,
+            f"{membership.user.username} is now {change.membership.role}"
+            + _created(change.assignments_created),
+        )
+    return redirect("project-members", slug)
+
+
+@require_POST
+def archive(request: HttpRequest, slug: str) -> HttpResponse:
+    project = access_project_admin(request.user, slug)
+    archived = request.POST.get("archived", "1") != "0"
+    do_archive_project(project, archived=archived)
+    messages.success(
+        request,
+        "Project archived: it is off the home list and takes no new work; everything stays readable."
+        if archived
+        else "Project restored: it takes new work again.",
+    )
+    return redirect("project-members", slug)
+
+
+@require_POST
 def attach_batch(request: HttpRequest, slug: str) -> HttpResponse:
-    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    project = access_project_admin(request.user, slug)
     batch_id = request.POST.get("batch", "")
     if not batch_id.isdigit():
         messages.error(request, "Choose a batch to add.")
         return redirect("project-members", slug)
     # Only a batch this owner may see: another project's batch answers 404, exactly like a missing one.
     batch = get_object_or_404(visible_batches(request.user), pk=int(batch_id))
-    created = do_attach_batches(project, [batch])
+    try:
+        created = do_attach_batches(project, [batch])
+    except ProjectSetupError as error:
+        messages.error(request, str(error))
+        return redirect("project-members", slug)
     messages.success(request, f"Batch {batch.name} added: {created} new assignments.")
     return redirect("project-members", slug)
 
 
 @require_POST
 def update_settings(request: HttpRequest, slug: str) -> HttpResponse:
-    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    project = access_project_admin(request.user, slug)
     try:
         created = do_update_settings(
             project,

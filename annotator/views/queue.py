@@ -73,6 +73,9 @@ def start_next(request: HttpRequest, slug: str) -> HttpResponse:
     if leaving is not None and request.POST.get("then") == "release":
         do_release_assignment(leaving)
     assignment = do_claim_next(project, request.user, exclude=[leaving.pk] if leaving else ())
+    if assignment is None and project.archived_at is not None:
+        messages.info(request, "This project is archived: it hands out no new traces.")
+        return redirect("project-detail", slug)
     if assignment is None:
         messages.info(
             request, "Nothing left to start: your queue is empty (drafts open in other tabs stay reserved)."

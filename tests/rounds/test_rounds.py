@@ -223,3 +223,21 @@ def test_the_rounds_command_opens_closes_and_prints_the_trend(project, traces, a
     call_command("rounds", project.slug, "trend", "--json", stdout=trend)
     data = json.loads(trend.getvalue())
     assert data["rounds"] == ["Round 1"] and data["modes"]["FM-1.1"][0]["observed_agreement"] == 1.0
+
+
+def test_the_api_serves_the_same_trend_as_the_command(
+    client, project, traces, owner, annotator_a, annotator_b, outsider
+):
+    names = [annotator_a.username, annotator_b.username]
+    round_ = do_open_round(project, name="Round 1", annotators=names, choice=TraceChoice(where=("round=R1",)))
+    _label_round(round_, [annotator_a, annotator_b])
+    do_close_round(round_)
+    printed = io.StringIO()
+    call_command("rounds", project.slug, "trend", "--json", stdout=printed)
+    client.force_login(owner)
+    response = client.get(f"/api/projects/{project.slug}/rounds/trend/")
+    assert response.status_code == 200 and response.json() == json.loads(printed.getvalue())
+    client.force_login(annotator_a)
+    assert client.get(f"/api/projects/{project.slug}/rounds/trend/").status_code == 403
+    client.force_login(outsider)
+    assert client.get(f"/api/projects/{project.slug}/rounds/trend/").status_code == 404

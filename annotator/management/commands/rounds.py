@@ -14,6 +14,7 @@ from annotator.services.rounds import (
     do_open_round,
     round_progress,
     round_trend,
+    trend_json,
 )
 
 
@@ -99,25 +100,7 @@ class Command(BaseCommand):
             return None if not estimate else estimate.get("value")
 
         if json:
-            data = {
-                "rounds": names,
-                "overall": {label: [value(e) for e in values] for label, values in trend.overall},
-                "modes": {
-                    code: [
-                        None
-                        if row is None
-                        else {
-                            "kappa": value(row[row["kappa_ci"]["statistic"]]),
-                            "kappa_ci": [row["kappa_ci"]["low"], row["kappa_ci"]["high"]],
-                            "krippendorff_alpha": value(row["krippendorff_alpha"]),
-                            "gwet_ac1": value(row["gwet_ac1"]),
-                            "observed_agreement": value(row["observed_agreement"]),
-                        }
-                        for row in rows
-                    ]
-                    for code, _, rows in trend.modes
-                },
-            }
+            data = trend_json(trend)
             self.stdout.write(dumps(data, indent=2))
             return
         if not names:
