@@ -25,7 +25,14 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotator.models import AdjudicationItem, Annotation, Assignment, LabelApplication, LabelHistory
+from annotator.models import (
+    AdjudicationItem,
+    Annotation,
+    Assignment,
+    LabelApplication,
+    LabelHistory,
+    ModeRecheck,
+)
 from annotator.services.followups import after_annotations_changed
 from annotator.services.payload import AnnotationPayload
 from taxonomy.models import FailureMode
@@ -73,6 +80,8 @@ def is_locked(assignment: Assignment) -> bool:
     adjudication item, in any status). Depends on nothing the other annotators chose."""
     if assignment.status != Assignment.Status.SUBMITTED:
         return False
+    if ModeRecheck.objects.filter(annotation__assignment=assignment, resolved_at__isnull=True).exists():
+        return False  # a new taxonomy version asks this annotator to look again (codebook evolution)
     return AdjudicationItem.objects.filter(
         project_id=assignment.project_id, trace_id=assignment.trace_id
     ).exists()
@@ -190,6 +199,10 @@ def _write(assignment: Assignment, payload: AnnotationPayload, *, actor, base_ve
                     annotation=annotation, actor=actor, action=action, before=before, after=after
                 )
             if submit:
+                # Submitting again is how an annotator answers "re-check FM-x on this trace".
+                ModeRecheck.objects.filter(annotation=annotation, resolved_at__isnull=True).update(
+                    resolved_at=timezone.now()
+                )
                 _notify_on_commit(project.pk, assignment.trace_id)
     except IntegrityError:
         # Two first saves raced to create the annotation (no row lock on SQLite): the loser is stale.
