@@ -96,7 +96,7 @@ def test_preview_changes_nothing_and_says_where_each_mode_goes(project, owner, l
 def test_apply_moves_labels_with_history_combines_merges_and_queues_rechecks(
     project, owner, labelled, annotator_a
 ):
-    trace, a, b = labelled
+    _trace, a, b = labelled
     migration = do_preview_migration(project, CHANGES, actor=owner)
     migration = do_apply_migration(migration, mapping_text(migration.mapping), actor=owner)
     project.refresh_from_db()
@@ -125,7 +125,7 @@ def test_apply_moves_labels_with_history_combines_merges_and_queues_rechecks(
 def test_a_recheck_unlocks_the_annotation_and_is_resolved_by_submitting_again(
     project, owner, labelled, annotator_a
 ):
-    trace, a, b = labelled
+    trace, a, _b = labelled
     AdjudicationItem.objects.create(
         project=project, trace=trace, status="open", disputed=["FM-3.2", "FM-1.4"]
     )
@@ -142,7 +142,7 @@ def test_a_recheck_unlocks_the_annotation_and_is_resolved_by_submitting_again(
 
 
 def test_gold_labels_and_threads_follow_the_mapping(project, owner, labelled, adjudicator):
-    trace, a, b = labelled
+    trace, _a, _b = labelled
     old = {m.code: m for m in project.taxonomy_version.modes.all()}
     item = AdjudicationItem.objects.create(project=project, trace=trace, status="resolved")
     GoldLabel.objects.create(item=item, mode=old["FM-1.3"], evidence=[{"step": 2}], source="adjudicator")
@@ -197,14 +197,14 @@ def test_a_new_mode_from_proposals_rechecks_their_traces_and_accepts_them(
 
 
 def test_a_mapping_that_leaves_a_mode_unmapped_is_refused_and_changes_nothing(project, owner, labelled):
-    trace, a, b = labelled
+    _trace, a, _b = labelled
     migration = do_preview_migration(project, CHANGES, actor=owner)
     mapping = dict(mapping_text(migration.mapping))
     mapping["FM-2.1"] = []
-    with pytest.raises(MigrationError, match="FM-2.1 is not mapped: map it to a new mode or say 'retire'"):
+    with pytest.raises(MigrationError, match=r"FM-2\.1 is not mapped: map it to a new mode or say 'retire'"):
         do_apply_migration(migration, mapping, actor=owner)
     del mapping["FM-2.1"]
-    with pytest.raises(MigrationError, match="FM-2.1 is not mapped"):
+    with pytest.raises(MigrationError, match=r"FM-2\.1 is not mapped"):
         do_apply_migration(migration, mapping, actor=owner)
     project.refresh_from_db()
     assert project.taxonomy_version == migration.from_version
