@@ -448,13 +448,3 @@ def open_rechecks(project: Project, user):
         .select_related("mode", "annotation__assignment__trace")
         .order_by("annotation__assignment__trace_id", "mode__order")
     )
-
-
-def applied_mappings(project: Project) -> list[tuple[int, int, dict[str, list[str]]]]:
-    """(from version id, to version id, mapping) of every applied migration, oldest first."""
-    return [
-        (m.from_version_id, m.to_version_id, m.applied_mapping or {})
-        for m in project.taxonomy_migrations.filter(status=TaxonomyMigration.Status.APPLIED).order_by(
-            "applied_at", "id"
-        )
-    ]

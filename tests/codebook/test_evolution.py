@@ -253,3 +253,40 @@ def test_changes_are_read_from_yaml_with_a_clear_error():
         parse_changes_text("- op: [\n")
     with pytest.raises(MigrationError, match="as a list"):
         parse_changes_text("op: retire")
+
+
+def test_the_round_trend_follows_a_renamed_mode_across_versions(project, owner, annotator_a, annotator_b):
+    from annotator.services.rounds import TraceChoice, do_close_round, do_open_round, round_trend
+
+    names = [annotator_a.username, annotator_b.username]
+    traces = [project_trace(project, metadata={"round": "R1" if i < 2 else "R2"}) for i in range(4)]
+    one = do_open_round(project, name="Round 1", annotators=names, choice=TraceChoice(where=("round=R1",)))
+    for trace in traces[:2]:
+        for user in (annotator_a, annotator_b):
+            submit(
+                project,
+                trace,
+                user,
+                {"FM-1.1": [1], "FM-1.3": [2]} if user == annotator_a else {"FM-1.1": [1]},
+            )
+    do_close_round(one)
+    migration = do_preview_migration(
+        project,
+        [
+            {"op": "rename", "code": "FM-1.1", "new_code": "FM-1.1r", "name": "Task disobeyed"},
+            {"op": "merge", "codes": ["FM-1.3", "FM-1.4"], "into": {"code": "FM-1.34", "name": "Loops"}},
+        ],
+    )
+    do_apply_migration(migration, mapping_text(migration.mapping), actor=owner)
+    project.refresh_from_db()
+    two = do_open_round(project, name="Round 2", annotators=names, choice=TraceChoice(where=("round=R2",)))
+    for trace in traces[2:]:
+        for user in (annotator_a, annotator_b):
+            submit(project, trace, user, {"FM-1.1r": [1]})
+    do_close_round(two)
+    rows = {code: (name, rows) for code, name, rows in round_trend(project).modes}
+    name, both = rows["FM-1.1r"]
+    assert name == "Task disobeyed" and all(row is not None for row in both)
+    assert "FM-1.1" not in rows
+    # A merged mode measured something else before: its old row stays apart, marked with its version.
+    assert rows["FM-1.3 (v1)"][1][1] is None and rows["FM-1.34"][1][0] is None
