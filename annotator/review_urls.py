@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from annotator.views import adjudication, agreement, discussions, proposals, rounds
+from annotator.views import adjudication, agreement, discussions, evolution, proposals, rounds
 
 urlpatterns = [
     path("agreement/", agreement.agreement, name="agreement"),
@@ -19,6 +19,10 @@ urlpatterns = [
     path("t/<int:trace_id>/proposals/", proposals.trace_proposals, name="trace-proposals"),
     path("proposals/", proposals.proposals_page, name="proposals"),
     path("proposals/settle/", proposals.settle, name="proposals-settle"),
+    path("codebook/", evolution.codebook, name="codebook"),
+    path("codebook/preview/", evolution.preview, name="codebook-preview"),
+    path("codebook/<int:migration_id>/", evolution.migration_page, name="codebook-migration"),
+    path("codebook/<int:migration_id>/apply/", evolution.apply, name="codebook-apply"),
     path("adjudication/", adjudication.queue, name="adjudication"),
     path("adjudication/next/", adjudication.claim_next, name="adjudication-next"),
     path("adjudication/history/", adjudication.history, name="adjudication-history"),
