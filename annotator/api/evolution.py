@@ -121,7 +121,7 @@ def _invalid(incoming: serializers.Serializer) -> Response:
 )
 @api_view(["GET", "POST"])
 def migrations(request, slug: str):
-    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
     if request.method == "GET":
         items = project.taxonomy_migrations.select_related("from_version", "to_version", "project")
         return Response(MigrationSerializer(items, many=True, context={}).data)
@@ -151,7 +151,7 @@ def _find(project, migration_id: int) -> TaxonomyMigration | None:
 @extend_schema(responses={200: MigrationSerializer}, summary="One taxonomy migration with its mapping")
 @api_view(["GET"])
 def migration(request, slug: str, migration_id: int):
-    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
     found = _find(project, migration_id)
     if found is None:
         return Response({"detail": "No such migration in this project"}, status=status.HTTP_404_NOT_FOUND)
@@ -165,7 +165,7 @@ def migration(request, slug: str, migration_id: int):
 )
 @api_view(["POST"])
 def apply(request, slug: str, migration_id: int):
-    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
     found = _find(project, migration_id)
     if found is None:
         return Response({"detail": "No such migration in this project"}, status=status.HTTP_404_NOT_FOUND)

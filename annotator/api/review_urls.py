@@ -10,7 +10,9 @@ urlpatterns = [
     path("rounds/<int:round_id>/close/", rounds.close, name="api-rounds-close"),
     path("taxonomy-migrations/", evolution.migrations, name="api-taxonomy-migrations"),
     path("taxonomy-migrations/<int:migration_id>/", evolution.migration, name="api-taxonomy-migration"),
-    path("taxonomy-migrations/<int:migration_id>/apply/", evolution.apply, name="api-taxonomy-migration-apply"),
+    path(
+        "taxonomy-migrations/<int:migration_id>/apply/", evolution.apply, name="api-taxonomy-migration-apply"
+    ),
     path("adjudication/", adjudication.queue, name="api-adjudication"),
     path("adjudication/claim/", adjudication.claim_next, name="api-adjudication-claim"),
     path("adjudication/<int:item_id>/", adjudication.item, name="api-adjudication-item"),

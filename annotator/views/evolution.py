@@ -18,6 +18,7 @@ from annotator.services.evolution import (
     parse_changes_text,
     preview_rows,
 )
+from annotator.services.proposals import visible_proposals
 
 EXAMPLE = """\
 - op: add
@@ -54,7 +55,7 @@ def _page(
         "version": project.taxonomy_version,
         "modes": project.taxonomy_version.modes.order_by("order"),
         "migrations": project.taxonomy_migrations.select_related("from_version", "to_version")[:50],
-        "proposals": ModeProposal.objects.filter(project=project)
+        "proposals": visible_proposals(project, request.user)
         .exclude(status=ModeProposal.Status.DECLINED)
         .select_related("trace")[:200],
         "changes": changes,
@@ -66,13 +67,13 @@ def _page(
 
 
 def codebook(request: HttpRequest, slug: str) -> HttpResponse:
-    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
     return _page(request, project)
 
 
 @require_POST
 def preview(request: HttpRequest, slug: str) -> HttpResponse:
-    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
     text, label = request.POST.get("changes", ""), request.POST.get("label", "")
     try:
         migration = do_preview_migration(project, parse_changes_text(text), actor=request.user, label=label)
@@ -108,13 +109,13 @@ def _preview_page(request, project, migration, *, mapping=None, error: str = "",
 
 
 def migration_page(request: HttpRequest, slug: str, migration_id: int) -> HttpResponse:
-    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
     return _preview_page(request, project, _migration(project, migration_id))
 
 
 @require_POST
 def apply(request: HttpRequest, slug: str, migration_id: int) -> HttpResponse:
-    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
     migration = _migration(project, migration_id)
     mapping = {key[4:]: value for key, value in request.POST.items() if key.startswith("map:")}
     if request.POST.get("confirm") != "yes":
