@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, F
 from django.utils import timezone
 
 from annotator.models import (
@@ -282,6 +282,9 @@ class _Move:
                 )
                 for code, fields in combined.items()
             )
+            # A new version number: a tab still open on the old labels is stale (its save is refused, not
+            # merged), and the adjudication check sees changed inputs and compares the migrated labels.
+            Annotation.objects.filter(pk=aid).update(version=F("version") + 1)
             after = snapshot(annotation, annotation.assignment)
             after["migration"] = self._describe(self.old_by_id[r["mode_id"]] for r in moved)
             LabelHistory.objects.create(

@@ -105,6 +105,7 @@ def test_apply_moves_labels_with_history_combines_merges_and_queues_rechecks(
     assert labels_of(a) == {"FM-1.1r": [1], "FM-1.3": [2, 3]}
     assert labels_of(b) == {"FM-1.1r": [1], "FM-2.2": [6]}
     assert not LabelApplication.objects.exclude(mode__version=migration.to_version).exists()
+    assert Annotation.objects.get(pk=a.pk).version == a.version + 1  # an open tab's save is now stale
     entry = LabelHistory.objects.filter(annotation=a, action="taxonomy").get()
     text = entry.after["migration"]
     assert text.startswith(f"taxonomy v{migration.from_version.number} -> v{migration.to_version.number}: ")
@@ -290,3 +291,20 @@ def test_the_round_trend_follows_a_renamed_mode_across_versions(project, owner, 
     assert "FM-1.1" not in rows
     # A merged mode measured something else before: its old row stays apart, marked with its version.
     assert rows["FM-1.3 (v1)"][1][1] is None and rows["FM-1.34"][1][0] is None
+
+
+def test_merging_two_disputed_modes_turns_the_disagreement_into_agreement(
+    project, owner, annotator_a, annotator_b, django_capture_on_commit_callbacks
+):
+    trace = project_trace(project)
+    with django_capture_on_commit_callbacks(execute=True):
+        submit(project, trace, annotator_a, {"FM-1.3": [1]})
+        submit(project, trace, annotator_b, {"FM-1.4": [1]})
+    item = AdjudicationItem.objects.get(trace=trace)
+    assert item.status == "open" and item.disputed == ["FM-1.3", "FM-1.4"]
+    migration = do_preview_migration(project, [{"op": "merge", "codes": ["FM-1.3", "FM-1.4"]}])
+    with django_capture_on_commit_callbacks(execute=True):
+        do_apply_migration(migration, mapping_text(migration.mapping), actor=owner)
+    item.refresh_from_db()
+    assert item.status == "agreed" and item.disputed == []
+    assert list(GoldLabel.objects.filter(item=item).values_list("mode__code", flat=True)) == ["FM-1.3"]
