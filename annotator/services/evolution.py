@@ -92,7 +92,16 @@ def do_preview_migration(
         if len(label) > 40:
             raise MigrationError("A version label may be at most 40 characters")
         spec = replace(spec, version=label.strip())
-    wanted = {pid for ids in evolution.proposals.values() for pid in ids}
+    proposals = {code: list(ids) for code, ids in evolution.proposals.items() if ids}
+    for code in evolution.added:
+        if code not in proposals:
+            # Proposals an owner already settled as "turned into <code>" are linked without being listed.
+            settled = ModeProposal.objects.filter(
+                project=project, status=ModeProposal.Status.ACCEPTED, outcome=code, mode__isnull=True
+            )
+            proposals[code] = list(settled.values_list("pk", flat=True)) or []
+    proposals = {code: ids for code, ids in proposals.items() if ids}
+    wanted = {pid for ids in proposals.values() for pid in ids}
     found = set(ModeProposal.objects.filter(project=project, pk__in=wanted).values_list("pk", flat=True))
     if wanted - found:
         missing = ", ".join(str(pid) for pid in sorted(wanted - found))
@@ -108,7 +117,7 @@ def do_preview_migration(
             to_hash=version.content_hash,
             changes=json.loads(json.dumps(list(changes), default=str)),
             mapping={old: list(new) for old, new in evolution.mapping.items()},
-            proposals={code: list(ids) for code, ids in evolution.proposals.items()},
+            proposals=proposals,
             created_by=actor,
         )
 

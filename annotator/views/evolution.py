@@ -3,6 +3,7 @@ and confirm the mapping that moves the project there."""
 
 from __future__ import annotations
 
+import yaml
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -67,8 +68,25 @@ def _page(
 
 
 def codebook(request: HttpRequest, slug: str) -> HttpResponse:
+    """GET; `?proposals=3,4` (the proposals page's "Draft a mode from these") starts the changes with an
+    `add` made from those proposals."""
     project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
-    return _page(request, project)
+    ids = [int(i) for i in request.GET.get("proposals", "").split(",") if i.strip().isdigit() and len(i) < 10]
+    chosen = list(visible_proposals(project, request.user).filter(pk__in=ids[:100]).order_by("pk"))
+    return _page(request, project, changes=_draft_add(chosen) if chosen else "")
+
+
+def _draft_add(proposals: list[ModeProposal]) -> str:
+    name = next((p.suggested_name for p in proposals if p.suggested_name), "")
+    draft = {
+        "op": "add",
+        "code": "",
+        "name": name,
+        "definition": proposals[0].text,
+        "category": "",  # the owner fills in the code and the category
+        "proposals": [p.pk for p in proposals],
+    }
+    return yaml.safe_dump([draft], sort_keys=False, allow_unicode=True, width=100)
 
 
 @require_POST

@@ -129,3 +129,26 @@ def test_the_command_previews_and_applies(project, annotator_a, labelled, tmp_pa
     out = io.StringIO()
     call_command("migrate_taxonomy", project.slug, "list", stdout=out)
     assert "applied" in out.getvalue()
+
+
+def test_a_group_of_proposals_drafts_an_add_and_settled_ones_are_linked_by_code(
+    client, project, owner, annotator_a, labelled
+):
+    from annotator.models import ModeProposal
+    from annotator.services.evolution import do_apply_migration, do_preview_migration, mapping_text
+
+    trace, annotation = labelled
+    first = ModeProposal.objects.create(
+        project=project, trace=trace, author=annotator_a, text="Loops on one tool", suggested_name="tool loop"
+    )
+    client.force_login(owner)
+    assert f"?proposals={first.pk}" in client.get(f"/p/{project.slug}/proposals/").content.decode()
+    page = client.get(f"/p/{project.slug}/codebook/?proposals={first.pk}").content.decode()
+    assert "name: tool loop" in page and f"- {first.pk}" in page
+    ModeProposal.objects.filter(pk=first.pk).update(status="accepted", outcome="FM-2.7")
+    change = {"op": "add", "code": "FM-2.7", "name": "Tool loop", "definition": "Loops.", "category": "FC2"}
+    migration = do_preview_migration(project, [change])
+    assert migration.proposals == {"FM-2.7": [first.pk]}
+    do_apply_migration(migration, mapping_text(migration.mapping))
+    first.refresh_from_db()
+    assert first.mode.code == "FM-2.7" and ModeRecheck.objects.filter(annotation=annotation).exists()
