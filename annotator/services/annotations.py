@@ -32,6 +32,7 @@ from annotator.models import (
     LabelApplication,
     LabelHistory,
     ModeRecheck,
+    Project,
 )
 from annotator.services.followups import after_annotations_changed
 from annotator.services.payload import AnnotationPayload
@@ -176,6 +177,7 @@ def _write(assignment: Assignment, payload: AnnotationPayload, *, actor, base_ve
     try:
         with transaction.atomic():
             assignment = _lock(assignment)
+            _check_taxonomy_unchanged(project)
             annotation = Annotation.objects.filter(assignment=assignment).first()
             current = annotation.version if annotation else 0
             if base_version != current:
@@ -209,6 +211,20 @@ def _write(assignment: Assignment, payload: AnnotationPayload, *, actor, base_ve
         current = Annotation.objects.filter(assignment=assignment).values_list("version", flat=True).first()
         raise StaleAnnotation(current or 0, payload) from None
     return annotation
+
+
+TAXONOMY_CHANGED = (
+    "The project moved to a new taxonomy version while this page was open; reload it to label with the "
+    "new modes (your labels were carried over)"
+)
+
+
+def _check_taxonomy_unchanged(project) -> None:
+    """Under the assignment lock: a taxonomy migration locks every assignment of the project, so a save
+    that started before it either commits first (and is migrated) or sees the new version here."""
+    current = Project.objects.filter(pk=project.pk).values_list("taxonomy_version_id", flat=True).first()
+    if current != project.taxonomy_version_id:
+        raise AnnotationInvalid(TAXONOMY_CHANGED)
 
 
 def _lock(assignment: Assignment) -> Assignment:

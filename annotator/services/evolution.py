@@ -33,6 +33,7 @@ from django.utils import timezone
 from annotator.models import (
     AdjudicationItem,
     Annotation,
+    Assignment,
     Comment,
     GoldHistory,
     GoldLabel,
@@ -165,6 +166,9 @@ def do_apply_migration(
     Raises MigrationError when the preview is stale or the mapping incomplete; nothing changes then."""
     with transaction.atomic():
         project = Project.objects.select_for_update().get(pk=migration.project_id)
+        # Saves lock their assignment and then check the project's version (annotations._write): holding
+        # every assignment makes a save wait for this move, then refuse its stale modes.
+        list(Assignment.objects.select_for_update().filter(project=project).values_list("pk", flat=True))
         migration = TaxonomyMigration.objects.select_for_update().get(pk=migration.pk)
         if migration.status != TaxonomyMigration.Status.PREVIEWED:
             raise MigrationError(f"This migration is {migration.get_status_display().lower()}; preview again")

@@ -308,3 +308,16 @@ def test_merging_two_disputed_modes_turns_the_disagreement_into_agreement(
     item.refresh_from_db()
     assert item.status == "agreed" and item.disputed == []
     assert list(GoldLabel.objects.filter(item=item).values_list("mode__code", flat=True)) == ["FM-1.3"]
+
+
+def test_a_save_from_a_page_opened_before_the_move_is_refused_with_a_reason(project, owner, annotator_a):
+    from annotator.services.annotations import AnnotationInvalid, do_save_draft
+    from annotator.services.payload import AnnotationPayload
+
+    trace = project_trace(project)
+    assignment = Assignment.objects.create(project=project, trace=trace, annotator=annotator_a)
+    stale = Assignment.objects.select_related("project__taxonomy_version").get(pk=assignment.pk)
+    migration = do_preview_migration(project, [{"op": "retire", "code": "FM-2.1"}])
+    do_apply_migration(migration, mapping_text(migration.mapping), actor=owner)
+    with pytest.raises(AnnotationInvalid, match="moved to a new taxonomy version"):
+        do_save_draft(stale, AnnotationPayload(note="x"), actor=annotator_a, base_version=0)
