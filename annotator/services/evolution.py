@@ -318,22 +318,28 @@ class _Move:
         gold = GoldLabel.objects.filter(item__project=self.project)
         by_item: dict[int, list[dict]] = defaultdict(list)
         for row in gold.values(
-            "id", "item_id", "mode_id", "primary", "evidence", "note", "source", "reason_code"
+            "id",
+            "item_id",
+            "mode_id",
+            "primary",
+            "evidence",
+            "note",
+            "source",
+            "reason_code",
+            "decided_by_id",
         ):
-            by_item[row["item_id"]].append(row)
+            if row["mode_id"] in self.old_by_id:
+                by_item[row["item_id"]].append(row)
+        for code, kind in self.kinds.items():
+            if kind == "kept" and code in self.old_modes:
+                gold.filter(mode=self.old_modes[code]).update(mode=self.new_modes[code])
         items = {i.pk: i for i in AdjudicationItem.objects.filter(pk__in=list(by_item))}
         changed = 0
         for item_id, rows in by_item.items():
-            rows = [r for r in rows if r["mode_id"] in self.old_by_id]
+            rows = [r for r in rows if self.kinds[self.old_by_id[r["mode_id"]]] != "kept"]
             if not rows:
                 continue
             codes = [self.old_by_id[r["mode_id"]] for r in rows]
-            if all(self.kinds[c] == "kept" for c in codes):
-                for r in rows:
-                    GoldLabel.objects.filter(pk=r["id"]).update(
-                        mode=self.new_modes[self.old_by_id[r["mode_id"]]]
-                    )
-                continue
             before = gold_snapshot(item_id)
             combined = self._combine(rows)
             first = {
@@ -351,7 +357,7 @@ class _Move:
                     note="\n".join(fields["note"]),
                     source=first[code]["source"],
                     reason_code=first[code]["reason_code"],
-                    decided_by=self.actor,
+                    decided_by_id=first[code]["decided_by_id"],
                 )
                 for code, fields in combined.items()
             )
