@@ -66,6 +66,7 @@ def test_an_owner_previews_then_confirms_on_the_page_and_the_annotator_sees_the_
     assert f"Re-check <code>FM-3.2a</code> on trace {trace.external_id}" in queue
     page = client.get(f"/p/{project.slug}/a/{annotation.assignment_id}/").content.decode()
     assert "re-check <code>FM-3.2a</code>" in page
+    assert "FM-1.1 became FM-1.1r" in page and "Your labels were carried over" in page
 
 
 def test_annotators_and_adjudicators_cannot_open_the_codebook(client, project, annotator_a, adjudicator):
