@@ -264,6 +264,8 @@ AXES_COOLOFF_TIME = timedelta(minutes=envint("LOGIN_LOCKOUT_MINUTES", 15))
 # The address is REMOTE_ADDR (behind a proxy: the proxy's), so a lockout is per username in practice there.
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+# JSON in the API's one error shape under /api/, axes' plain message elsewhere (annotator/api/errors.py).
+AXES_LOCKOUT_CALLABLE = "annotator.api.errors.lockout_response"
 AXES_VERBOSE = False  # no "AXES: BEGIN" banner on every management command
 # API tokens are stored hashed and expire after API_TOKEN_TTL_DAYS (0: never); POST /api/token/ is also
 # throttled per client address (API_TOKEN_RATE, DRF's "N/minute" form).
@@ -282,7 +284,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # drf-spectacular's generator with the shared 400/401/403/404 answers documented on every operation.
+    "DEFAULT_SCHEMA_CLASS": "annotator.api.schema.AutoSchema",
+    # Every error body in one documented shape: {"detail", "errors"?, "fields"?} (annotator/api/errors.py).
+    "EXCEPTION_HANDLER": "annotator.api.errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Trace annotator API",

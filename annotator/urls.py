@@ -1,20 +1,63 @@
-"""URL map: pages per app, the REST API under /api/, the OpenAPI schema at /api/schema/."""
+"""Every page of the app, one list per views module (the list's name is the module's); the API, with its
+schema and docs, is one include of annotator/api/urls.py. Paths and names are a promise to bookmarks,
+scripts and `reverse()`: tests/api/test_url_map.py holds them."""
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.contrib.auth.decorators import login_required
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from annotator.views import discussions, exports, home, imports, projects, system
+from annotator.views import (
+    adjudication,
+    agreement,
+    annotate,
+    discussions,
+    evolution,
+    exports,
+    home,
+    imports,
+    llm,
+    members,
+    projects,
+    proposals,
+    queue,
+    review,
+    rounds,
+    signatures,
+    system,
+    trace,
+)
+from taxonomy import views as taxonomy_views
+from traces import views as traces_views
 
-urlpatterns = [
+home_urls = [
     path("", home.home, name="home"),
+]
+system_urls = [
     path("healthz", system.healthz, name="healthz"),
-    path("mentions/", discussions.mentions, name="mentions"),
+]
+auth_urls = [
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+]
+projects_urls = [
     path("p/<slug:slug>/", projects.project_detail, name="project-detail"),
+]
+members_urls = [
+    path("p/<slug:slug>/members/", members.members, name="project-members"),
+    path("p/<slug:slug>/members/add/", members.add_member, name="project-member-add"),
+    path(
+        "p/<slug:slug>/members/<int:membership_id>/remove/",
+        members.remove_member,
+        name="project-member-remove",
+    ),
+    path("p/<slug:slug>/batches/attach/", members.attach_batch, name="project-batch-attach"),
+    path("p/<slug:slug>/settings/", members.update_settings, name="project-settings"),
+]
+imports_urls = [
     path("p/<slug:slug>/import/", imports.import_page, name="project-import"),
     path("p/<slug:slug>/import/<int:job_id>/", imports.import_job, name="project-import-job"),
+]
+exports_urls = [
     path("p/<slug:slug>/export/", exports.export_page, name="project-export"),
     path("p/<slug:slug>/export/<int:export_id>/", exports.export_job, name="project-export-job"),
     path(
@@ -22,22 +65,131 @@ urlpatterns = [
         exports.export_download,
         name="project-export-download",
     ),
-    # Failure signatures: analytics page and CSV downloads (annotator/signatures_urls.py).
-    path("p/<slug:slug>/signatures/", include("annotator.signatures_urls")),
-    # Annotation, the step viewer, review and members (annotator/annotate_urls.py).
-    path("p/<slug:slug>/", include("annotator.annotate_urls")),
-    # The LLM rater's settings, prompt and runs (annotator/llm_urls.py).
-    path("p/<slug:slug>/llm/", include("annotator.llm_urls")),
-    # The agreement report and the adjudication queue (annotator/review_urls.py).
-    path("p/<slug:slug>/", include("annotator.review_urls")),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("taxonomies/", include("taxonomy.urls")),
-    path("traces/", include("traces.urls")),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    # Signed-in users only: the schema answers 401 without a session or token, the docs page redirects to
-    # the login page (SERVE_PERMISSIONS in settings).
-    path("api/docs/", login_required(SpectacularSwaggerView.as_view(url_name="api-schema")), name="api-docs"),
+]
+queue_urls = [
+    path("p/<slug:slug>/next/", queue.start_next, name="start-next"),
+]
+annotate_urls = [
+    path("p/<slug:slug>/a/<int:assignment_id>/", annotate.annotate, name="annotate"),
+    path("p/<slug:slug>/a/<int:assignment_id>/save/", annotate.save_draft, name="annotate-save"),
+    path("p/<slug:slug>/a/<int:assignment_id>/submit/", annotate.submit, name="annotate-submit"),
+    path("p/<slug:slug>/a/<int:assignment_id>/skip/", annotate.skip, name="annotate-skip"),
+]
+trace_urls = [
+    path("p/<slug:slug>/t/<int:trace_id>/steps/", trace.trace_steps, name="trace-steps"),
+    path("p/<slug:slug>/t/<int:trace_id>/steps/<int:index>/", trace.trace_step, name="trace-step"),
+]
+review_urls = [
+    path("p/<slug:slug>/traces/", review.trace_list, name="project-traces"),
+    path("p/<slug:slug>/t/<int:trace_id>/review/", review.trace_review, name="trace-review"),
+    path("p/<slug:slug>/t/<int:trace_id>/review/steps/", review.review_steps, name="trace-review-steps"),
+]
+agreement_urls = [
+    path("p/<slug:slug>/agreement/", agreement.agreement, name="agreement"),
+    path("p/<slug:slug>/agreement/refresh/", agreement.refresh, name="agreement-refresh"),
+    path("p/<slug:slug>/agreement/<int:report_id>/", agreement.report_status, name="agreement-report"),
+    path("p/<slug:slug>/agreement/<int:report_id>/report.json", agreement.report_json, name="agreement-json"),
+    path("p/<slug:slug>/agreement/<int:report_id>/report.csv", agreement.report_csv, name="agreement-csv"),
+]
+rounds_urls = [
+    path("p/<slug:slug>/rounds/", rounds.rounds_page, name="rounds"),
+    path("p/<slug:slug>/rounds/open/", rounds.open_round, name="rounds-open"),
+    path("p/<slug:slug>/rounds/<int:round_id>/close/", rounds.close_round, name="rounds-close"),
+]
+discussions_urls = [
+    path("mentions/", discussions.mentions, name="mentions"),
+    path(
+        "p/<slug:slug>/rounds/<int:round_id>/discussion/",
+        discussions.round_discussion,
+        name="round-discussion",
+    ),
+    path("p/<slug:slug>/t/<int:trace_id>/discussion/", discussions.trace_discussion, name="trace-discussion"),
+    path("p/<slug:slug>/threads/<int:thread_id>/decide/", discussions.decide, name="thread-decide"),
+]
+proposals_urls = [
+    path("p/<slug:slug>/t/<int:trace_id>/proposals/", proposals.trace_proposals, name="trace-proposals"),
+    path("p/<slug:slug>/proposals/", proposals.proposals_page, name="proposals"),
+    path("p/<slug:slug>/proposals/settle/", proposals.settle, name="proposals-settle"),
+]
+evolution_urls = [
+    path("p/<slug:slug>/codebook/", evolution.codebook, name="codebook"),
+    path("p/<slug:slug>/codebook/preview/", evolution.preview, name="codebook-preview"),
+    path("p/<slug:slug>/codebook/<int:migration_id>/", evolution.migration_page, name="codebook-migration"),
+    path("p/<slug:slug>/codebook/<int:migration_id>/apply/", evolution.apply, name="codebook-apply"),
+]
+adjudication_urls = [
+    path("p/<slug:slug>/adjudication/", adjudication.queue, name="adjudication"),
+    path("p/<slug:slug>/adjudication/next/", adjudication.claim_next, name="adjudication-next"),
+    path("p/<slug:slug>/adjudication/history/", adjudication.history, name="adjudication-history"),
+    path("p/<slug:slug>/adjudication/<int:item_id>/", adjudication.item_page, name="adjudication-item"),
+    path(
+        "p/<slug:slug>/adjudication/<int:item_id>/steps/", adjudication.item_steps, name="adjudication-steps"
+    ),
+    path("p/<slug:slug>/adjudication/<int:item_id>/claim/", adjudication.claim, name="adjudication-claim"),
+    path(
+        "p/<slug:slug>/adjudication/<int:item_id>/release/", adjudication.release, name="adjudication-release"
+    ),
+    path("p/<slug:slug>/adjudication/<int:item_id>/reopen/", adjudication.reopen, name="adjudication-reopen"),
+]
+signatures_urls = [
+    path("p/<slug:slug>/signatures/", signatures.signatures_page, name="project-signatures"),
+    path(
+        "p/<slug:slug>/signatures/<str:figure>.csv", signatures.signatures_csv, name="project-signatures-csv"
+    ),
+]
+llm_urls = [
+    path("p/<slug:slug>/llm/", llm.llm_page, name="project-llm"),
+    path("p/<slug:slug>/llm/config/", llm.save_config, name="project-llm-config"),
+    path("p/<slug:slug>/llm/key/", llm.save_key, name="project-llm-key"),
+    path("p/<slug:slug>/llm/prompt/", llm.save_prompt, name="project-llm-prompt"),
+    path("p/<slug:slug>/llm/runs/", llm.start_run, name="project-llm-start"),
+    path("p/<slug:slug>/llm/runs/<int:run_id>/", llm.run_status, name="project-llm-run"),
+    path(
+        "p/<slug:slug>/llm/runs/<int:run_id>/stop/",
+        llm.run_action,
+        {"action": "stop"},
+        name="project-llm-run-stop",
+    ),
+    path(
+        "p/<slug:slug>/llm/runs/<int:run_id>/resume/",
+        llm.run_action,
+        {"action": "resume"},
+        name="project-llm-run-resume",
+    ),
+    path("p/<slug:slug>/llm/agreement/", llm.agreement, name="project-llm-agreement"),
+]
+# The read-only pages of the two other apps: traces/views.py and taxonomy/views.py.
+traces_urls = [
+    path("traces/", traces_views.batch_list, name="batch-list"),
+]
+taxonomy_urls = [
+    path("taxonomies/", taxonomy_views.taxonomy_list, name="taxonomy-list"),
+    path("taxonomies/<slug:slug>/", taxonomy_views.taxonomy_detail, name="taxonomy-detail"),
+]
+
+urlpatterns = [
+    *home_urls,
+    *system_urls,
+    *auth_urls,
+    *projects_urls,
+    *members_urls,
+    *imports_urls,
+    *exports_urls,
+    *queue_urls,
+    *annotate_urls,
+    *trace_urls,
+    *review_urls,
+    *agreement_urls,
+    *rounds_urls,
+    *discussions_urls,
+    *proposals_urls,
+    *evolution_urls,
+    *adjudication_urls,
+    *signatures_urls,
+    *llm_urls,
+    *traces_urls,
+    *taxonomy_urls,
+    # The REST API, its OpenAPI schema (/api/schema/) and docs (/api/docs/): annotator/api/urls.py.
     path("api/", include("annotator.api.urls")),
     path("admin/", admin.site.urls),
 ]

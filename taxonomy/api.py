@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers, viewsets
 
 from taxonomy.models import FailureMode, Taxonomy
 
 
 class FailureModeSerializer(serializers.ModelSerializer):
-    category = serializers.CharField(source="category.code", default=None, read_only=True)
-    parent = serializers.CharField(source="parent.code", default=None, read_only=True)
+    category = serializers.CharField(source="category.code", default=None, read_only=True, allow_null=True)
+    parent = serializers.CharField(source="parent.code", default=None, read_only=True, allow_null=True)
 
     class Meta:
         model = FailureMode
@@ -27,6 +28,10 @@ class FailureModeSerializer(serializers.ModelSerializer):
 
 
 class TaxonomySerializer(serializers.ModelSerializer):
+    # A plain string: the schema of a blank-allowed URL field is a `oneOf` that "" matches twice.
+    source_url = serializers.CharField(
+        read_only=True, help_text="Where the taxonomy is published; may be empty"
+    )
     latest_version = serializers.SerializerMethodField()
     labelling_mode = serializers.SerializerMethodField()
     modes = serializers.SerializerMethodField()
@@ -56,6 +61,7 @@ class TaxonomySerializer(serializers.ModelSerializer):
         version = self._version(taxonomy)
         return version.labelling_mode if version else None
 
+    @extend_schema_field(FailureModeSerializer(many=True))
     def get_modes(self, taxonomy: Taxonomy) -> list[dict]:
         version = self._version(taxonomy)
         if version is None:

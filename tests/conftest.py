@@ -98,3 +98,11 @@ def project(db, mast, owner, annotator_a, annotator_b, adjudicator):
     add_member(project, annotator_b, "annotator")
     add_member(project, adjudicator, "adjudicator")
     return project
+
+
+@pytest.fixture(autouse=True)
+def _api_answers_match_the_schema(monkeypatch):
+    """Every API response any test produces must match the published OpenAPI schema (tests/api/openapi.py)."""
+    from tests.api.openapi import install
+
+    install(monkeypatch)

@@ -330,6 +330,8 @@ def _url(key: str, name: str, groups: frozenset[str], kwargs: dict) -> str:
     wanted = {group: kwargs[group] for group in groups}
     if name in ("api-taxonomy-detail", "taxonomy-detail"):
         wanted["slug"] = "mast"
+    if name == "api-trace-search":  # `q` is required (400 without it)
+        return reverse(name, kwargs=wanted) + "?q=step"
     return reverse(name, kwargs=wanted)
 
 

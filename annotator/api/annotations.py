@@ -8,9 +8,10 @@ with the caller's payload echoed back, a locked trace is 409, an invalid annotat
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -24,6 +25,7 @@ from annotator.access import (
     access_project,
     access_trace,
 )
+from annotator.api.errors import AnnotationConflictSerializer, ErrorSerializer, error_response
 from annotator.models import Annotation, Assignment, LabelApplication
 from annotator.services.annotations import (
     AnnotationInvalid,
@@ -82,6 +84,10 @@ class AnnotationWriteSerializer(serializers.Serializer):
 class AnnotationSerializer(serializers.ModelSerializer):
     assignment = serializers.IntegerField(source="assignment_id", read_only=True)
     trace = serializers.IntegerField(source="assignment.trace_id", read_only=True)
+    status = serializers.ChoiceField(
+        Annotation.Status.choices, allow_null=True, read_only=True, help_text="null: nothing saved yet"
+    )
+    updated_at = serializers.DateTimeField(allow_null=True, read_only=True)
     labels = LabelSerializer(many=True, read_only=True)
     editable = serializers.SerializerMethodField(help_text="False once adjudication of the trace has started")
 
@@ -124,38 +130,29 @@ class AssignmentSerializer(serializers.ModelSerializer):
         fields = ["id", "trace", "trace_external_id", "batch", "status", "skip_reason", "reserved_until"]
 
 
-class ConflictSerializer(serializers.Serializer):
-    detail = serializers.CharField()
-    code = serializers.ChoiceField(choices=["stale", "locked"])
-    current_version = serializers.IntegerField(required=False)
-    your_payload = serializers.JSONField()
-
-
-class ErrorSerializer(serializers.Serializer):
-    detail = serializers.CharField()
-    errors = serializers.ListField(child=serializers.CharField())
-
-
 class SkipSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=2000)
 
 
-def _empty(assignment: Assignment) -> dict[str, Any]:
-    return {
-        "assignment": assignment.pk,
-        "trace": assignment.trace_id,
-        "status": None,
-        "version": 0,
-        "no_failure": False,
-        "ambiguous": False,
-        "confidence": None,
-        "note": "",
-        "time_spent_seconds": 0,
-        "submitted_at": None,
-        "updated_at": None,
-        "labels": [],
-        "editable": not is_locked(assignment),
-    }
+@dataclass
+class _Unsaved:
+    """What AnnotationSerializer shows for an assignment with nothing saved yet."""
+
+    assignment: Assignment
+    status: None = None
+    version: int = 0
+    no_failure: bool = False
+    ambiguous: bool = False
+    confidence: None = None
+    note: str = ""
+    time_spent_seconds: int = 0
+    submitted_at: None = None
+    updated_at: None = None
+    labels: list = field(default_factory=list)
+
+    @property
+    def assignment_id(self) -> int:
+        return self.assignment.pk
 
 
 def _annotation(assignment: Assignment) -> dict[str, Any]:
@@ -165,7 +162,7 @@ def _annotation(assignment: Assignment) -> dict[str, Any]:
         .prefetch_related("labels__mode")
         .first()
     )
-    return AnnotationSerializer(annotation).data if annotation else _empty(assignment)
+    return AnnotationSerializer(annotation or _Unsaved(assignment)).data
 
 
 class _Write(APIView):
@@ -184,26 +181,28 @@ class _Write(APIView):
             payload = payload_from_json(data)
             self.verb(assignment, payload, actor=request.user, base_version=data["version"])
         except StaleAnnotation as error:
-            return Response(
-                {
-                    "detail": str(error),
-                    "code": "stale",
-                    "current_version": error.current_version,
-                    "your_payload": request.data,
-                },
+            return error_response(
+                str(error),
                 status=status.HTTP_409_CONFLICT,
+                serializer=AnnotationConflictSerializer,
+                code="stale",
+                current_version=error.current_version,
+                your_payload=request.data,
             )
         except AnnotationLocked as error:
-            return Response(
-                {"detail": str(error), "code": "locked", "your_payload": request.data},
+            return error_response(
+                str(error),
                 status=status.HTTP_409_CONFLICT,
+                serializer=AnnotationConflictSerializer,
+                code="locked",
+                your_payload=request.data,
             )
         except (AnnotationInvalid, PayloadError) as error:
-            return Response({"detail": "The annotation is not valid", "errors": error.messages}, status=400)
+            return error_response("The annotation is not valid", status=400, errors=error.messages)
         return Response(_annotation(assignment))
 
 
-_WRITE_RESPONSES = {200: AnnotationSerializer, 400: ErrorSerializer, 404: None, 409: ConflictSerializer}
+_WRITE_RESPONSES = {200: AnnotationSerializer, 400: ErrorSerializer, 409: AnnotationConflictSerializer}
 
 
 class MyAnnotation(_Write):
@@ -237,7 +236,7 @@ class SkipAssignment(APIView):
         try:
             assignment = do_skip(assignment, body.validated_data["reason"], actor=request.user)
         except (AnnotationInvalid, AnnotationLocked) as error:
-            return Response({"detail": "Cannot skip", "errors": error.messages}, status=400)
+            return error_response("Cannot skip", status=400, errors=error.messages)
         return Response(AssignmentSerializer(assignment).data)
 
 
@@ -257,7 +256,10 @@ class MyAssignmentList(generics.ListAPIView):
 class ClaimNext(APIView):
     """Reserve my next open assignment (as "Start next" does); 204 when my queue is empty."""
 
-    @extend_schema(request=None, responses={200: AssignmentSerializer, 204: None})
+    @extend_schema(
+        request=None,
+        responses={200: AssignmentSerializer, 204: OpenApiResponse(description="My queue is empty")},
+    )
     def post(self, request: Request, slug: str) -> Response:
         project = access_project(request.user, slug, roles=LABEL_ROLES)
         assignment = do_claim_next(project, request.user)

@@ -9,6 +9,7 @@ from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from annotator.access import MANAGE_ROLES, access_project
+from annotator.api.errors import ErrorSerializer, error_response
 from annotator.models import TaxonomyMigration
 from annotator.services.evolution import (
     MigrationError,
@@ -93,21 +94,11 @@ class ApplyRequestSerializer(serializers.Serializer):
     )
 
 
-class MigrationErrorSerializer(serializers.Serializer):
-    errors = serializers.ListField(child=serializers.CharField())
+ERRORS = OpenApiResponse(ErrorSerializer, description="What is wrong with the request, in words")
 
 
-ERRORS = OpenApiResponse(MigrationErrorSerializer, description="What is wrong with the request, in words")
-
-
-def _errors(messages: list[str]) -> Response:
-    return Response(MigrationErrorSerializer({"errors": messages}).data, status=status.HTTP_400_BAD_REQUEST)
-
-
-def _invalid(incoming: serializers.Serializer) -> Response:
-    return _errors(
-        [f"{field}: {' '.join(map(str, problems))}" for field, problems in incoming.errors.items()]
-    )
+def _errors(message: str) -> Response:
+    return error_response(message, status=status.HTTP_400_BAD_REQUEST, errors=[message])
 
 
 @extend_schema(
@@ -126,8 +117,7 @@ def migrations(request, slug: str):
         items = project.taxonomy_migrations.select_related("from_version", "to_version", "project")
         return Response(MigrationSerializer(items, many=True, context={}).data)
     incoming = PreviewRequestSerializer(data=request.data)
-    if not incoming.is_valid():
-        return _invalid(incoming)
+    incoming.is_valid(raise_exception=True)
     try:
         migration = do_preview_migration(
             project,
@@ -136,7 +126,7 @@ def migrations(request, slug: str):
             label=incoming.validated_data.get("label", ""),
         )
     except MigrationError as error:
-        return _errors([str(error)])
+        return _errors(str(error))
     return Response(MigrationSerializer(migration, context={}).data, status=status.HTTP_201_CREATED)
 
 
@@ -154,7 +144,7 @@ def migration(request, slug: str, migration_id: int):
     project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
     found = _find(project, migration_id)
     if found is None:
-        return Response({"detail": "No such migration in this project"}, status=status.HTTP_404_NOT_FOUND)
+        return error_response("No such migration in this project", status=status.HTTP_404_NOT_FOUND)
     return Response(MigrationSerializer(found, context={}).data)
 
 
@@ -168,12 +158,11 @@ def apply(request, slug: str, migration_id: int):
     project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
     found = _find(project, migration_id)
     if found is None:
-        return Response({"detail": "No such migration in this project"}, status=status.HTTP_404_NOT_FOUND)
+        return error_response("No such migration in this project", status=status.HTTP_404_NOT_FOUND)
     incoming = ApplyRequestSerializer(data=request.data)
-    if not incoming.is_valid():
-        return _invalid(incoming)
+    incoming.is_valid(raise_exception=True)
     try:
         done = do_apply_migration(found, incoming.validated_data["mapping"], actor=request.user)
     except MigrationError as error:
-        return _errors([str(error)])
+        return _errors(str(error))
     return Response(MigrationSerializer(done, context={}).data)

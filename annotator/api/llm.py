@@ -8,26 +8,37 @@ response carries the API key: runs expose their endpoint snapshot, which never h
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotator.access import MANAGE_ROLES, access_assignment, access_project
+from annotator.api.errors import ErrorSerializer, error_response
+from annotator.api.signature_serializers import EstimateSerializer
 from annotator.models import LLMRun
 from annotator.services.llm_agreement import llm_agreement
 from annotator.services.llm_opinion import llm_opinions_for
 from annotator.services.llm_runs import LLMRunError, do_resume_run, do_start_run, run_progress
 
 
+class RunFailureSerializer(serializers.Serializer):
+    trace = serializers.CharField(help_text="The trace's external id")
+    trace_id = serializers.IntegerField()
+    error = serializers.CharField(allow_blank=True)
+    raw_output = serializers.CharField(
+        allow_blank=True, help_text="The model's answer (first 1,000 characters)"
+    )
+
+
 class RunStatus(serializers.Serializer):
-    """An LLM run as the API shows it (`annotator.services.llm_runs.run_progress`)."""
+    """An LLM run as `annotator.services.llm_runs.run_progress` reports it (the page shows the same)."""
 
     id = serializers.IntegerField()
-    status = serializers.CharField(help_text="queued, running, succeeded, stopped or failed")
+    status = serializers.ChoiceField(LLMRun.Status.choices)
     status_label = serializers.CharField(help_text='e.g. "stopped: token cap reached"')
-    stop_reason = serializers.CharField()
+    stop_reason = serializers.CharField(allow_blank=True)
     model = serializers.CharField()
     rater = serializers.CharField(help_text="The rater user whose annotations hold the labels")
     batch = serializers.CharField()
@@ -41,14 +52,72 @@ class RunStatus(serializers.Serializer):
     percent = serializers.IntegerField()
     tokens_used = serializers.IntegerField()
     token_cap = serializers.IntegerField(help_text="0: no cap")
-    error = serializers.CharField()
+    error = serializers.CharField(allow_blank=True)
     endpoint = serializers.DictField(help_text="Base URL, model, temperature, ... (never the key)")
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
-    failures = serializers.ListField(
-        child=serializers.DictField(), help_text="Up to 20: trace, trace_id, error, raw_output (the answer)"
-    )
+    failures = RunFailureSerializer(many=True, help_text="The first 20 traces that failed")
+
+
+class IntervalSerializer(serializers.Serializer):
+    statistic = serializers.CharField()
+    low = serializers.FloatField(allow_null=True)
+    high = serializers.FloatField(allow_null=True)
+    level = serializers.FloatField()
+    n_resamples = serializers.IntegerField()
+    n_defined = serializers.IntegerField()
+    undefined_code = serializers.CharField(allow_null=True)
+    undefined_reason = serializers.CharField(allow_null=True)
+
+
+class ModeKappaSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    name = serializers.CharField()
+    cohen_kappa = EstimateSerializer()
+    kappa_ci = IntervalSerializer()
+    observed_agreement = EstimateSerializer()
+    pabak = EstimateSerializer()
+    prevalence_llm = serializers.FloatField(allow_null=True)
+    prevalence_other = serializers.FloatField(allow_null=True)
+
+
+class ComparisonSerializer(serializers.Serializer):
+    against = serializers.CharField(help_text="A human rater's username, or gold")
+    kind = serializers.ChoiceField(["human", "gold"])
+    n_items = serializers.IntegerField(help_text="Traces both rated")
+    kappa_macro = serializers.FloatField(allow_null=True, help_text="Mean of the defined per-mode kappas")
+    modes = ModeKappaSerializer(many=True)
+
+
+class LLMRaterAgreementSerializer(serializers.Serializer):
+    rater = serializers.CharField()
+    n_items = serializers.IntegerField()
+    comparisons = ComparisonSerializer(many=True)
+
+
+class LLMAgreementSerializer(serializers.Serializer):
+    raters = LLMRaterAgreementSerializer(many=True)
+
+
+class OpinionLabelSerializer(serializers.Serializer):
+    mode = serializers.CharField(source="code")
+    name = serializers.CharField()
+    primary = serializers.BooleanField()
+    steps = serializers.ListField(child=serializers.IntegerField())
+    reason = serializers.CharField(allow_blank=True)
+
+
+class OpinionSerializer(serializers.Serializer):
+    rater = serializers.CharField()
+    note = serializers.CharField(allow_blank=True)
+    no_failure = serializers.BooleanField()
+    labels = OpinionLabelSerializer(many=True)
+
+
+class LLMLabelsSerializer(serializers.Serializer):
+    visible = serializers.BooleanField(help_text="False until you submitted, or when the project hides them")
+    opinions = OpinionSerializer(many=True)
 
 
 class StartRunSerializer(serializers.Serializer):
@@ -59,7 +128,7 @@ class StartRunSerializer(serializers.Serializer):
     model = serializers.CharField(max_length=200, required=False, help_text="Default: the project's model")
 
 
-_ERROR = OpenApiResponse(description="What is wrong with the request ({detail})")
+_ERROR = OpenApiResponse(ErrorSerializer, description="What is wrong with the request")
 
 
 class LLMRunList(APIView):
@@ -69,7 +138,8 @@ class LLMRunList(APIView):
     def get(self, request: Request, slug: str) -> Response:
         project = access_project(request.user, slug, roles=MANAGE_ROLES)
         runs = LLMRun.objects.filter(project=project).select_related("batch", "prompt", "rater")
-        return Response([run_progress(run, failures=0) for run in runs.order_by("-created_at")[:50]])
+        newest = [run_progress(run, failures=0) for run in runs.order_by("-created_at")[:50]]
+        return Response(RunStatus(newest, many=True).data)
 
     @extend_schema(
         summary="Start an LLM run over a batch (owners only); follow it at llm-runs/{id}/",
@@ -89,10 +159,11 @@ class LLMRunList(APIView):
                 actor=request.user,
             )
         except LLMRunError as error:
-            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+            return error_response(str(error), status=status.HTTP_400_BAD_REQUEST)
         run.refresh_from_db()
         return Response(
-            run_progress(run, hide=project.access.blind_trace_ids()), status=status.HTTP_202_ACCEPTED
+            RunStatus(run_progress(run, hide=project.access.blind_trace_ids())).data,
+            status=status.HTTP_202_ACCEPTED,
         )
 
 
@@ -105,7 +176,7 @@ class LLMRunDetail(APIView):
         run = get_object_or_404(
             LLMRun.objects.select_related("batch", "prompt", "rater"), project=project, pk=run_id
         )
-        return Response(run_progress(run, hide=project.access.blind_trace_ids()))
+        return Response(RunStatus(run_progress(run, hide=project.access.blind_trace_ids())).data)
 
 
 class LLMRunResume(APIView):
@@ -120,48 +191,31 @@ class LLMRunResume(APIView):
             LLMRun.objects.select_related("batch", "prompt", "rater"), project=project, pk=run_id
         )
         if not do_resume_run(run):
-            return Response(
-                {"detail": f"Run {run.pk} is {run.status_label}"}, status=status.HTTP_409_CONFLICT
-            )
+            return error_response(f"Run {run.pk} is {run.status_label}", status=status.HTTP_409_CONFLICT)
         run.refresh_from_db()
         return Response(
-            run_progress(run, hide=project.access.blind_trace_ids()), status=status.HTTP_202_ACCEPTED
+            RunStatus(run_progress(run, hide=project.access.blind_trace_ids())).data,
+            status=status.HTTP_202_ACCEPTED,
         )
 
 
 class LLMAgreement(APIView):
     @extend_schema(
         summary="Per LLM rater: per-mode Cohen's kappa vs each human and vs gold, with intervals (owners only)",
-        responses={
-            200: inline_serializer(
-                "LLMAgreement", {"raters": serializers.ListField(child=serializers.DictField())}
-            )
-        },
+        responses={200: LLMAgreementSerializer},
     )
     def get(self, request: Request, slug: str) -> Response:
         project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
-        return Response({"raters": llm_agreement(project)})
+        return Response(LLMAgreementSerializer({"raters": llm_agreement(project)}).data)
 
 
 class LLMLabelsForMe(APIView):
     @extend_schema(
         summary="The LLM raters' labels of my assignment's trace: only after I submitted, if the project allows",
-        responses={
-            200: inline_serializer(
-                "LLMLabels",
-                {
-                    "visible": serializers.BooleanField(),
-                    "opinions": serializers.ListField(
-                        child=serializers.DictField(),
-                        help_text="rater, note, no_failure, labels[mode, steps, reason]",
-                    ),
-                },
-            )
-        },
+        responses={200: LLMLabelsSerializer},
     )
     def get(self, request: Request, slug: str, assignment_id: int) -> Response:
         assignment = access_assignment(request.user, slug, assignment_id)
         opinions = llm_opinions_for(assignment)
-        if opinions is None:
-            return Response({"visible": False, "opinions": []})
-        return Response({"visible": True, "opinions": [opinion.as_json() for opinion in opinions]})
+        body = {"visible": opinions is not None, "opinions": opinions or []}
+        return Response(LLMLabelsSerializer(body).data)

@@ -9,6 +9,7 @@ from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
 from annotator.access import MANAGE_ROLES, REPORT_ROLES, access_project
+from annotator.api.errors import ErrorSerializer, error_response
 from annotator.models import CalibrationRound
 from annotator.services.rounds import RoundError, TraceChoice, do_close_round, do_open_round, round_progress
 
@@ -70,11 +71,7 @@ class OpenRoundSerializer(serializers.Serializer):
     seed = serializers.IntegerField(required=False, min_value=0, max_value=2**31 - 1, default=0)
 
 
-class RoundErrorSerializer(serializers.Serializer):
-    errors = serializers.ListField(child=serializers.CharField())
-
-
-ROUND_ERRORS = OpenApiResponse(RoundErrorSerializer, description="What is wrong with the request, in words")
+ROUND_ERRORS = OpenApiResponse(ErrorSerializer, description="What is wrong with the request, in words")
 
 
 @extend_schema(
@@ -95,9 +92,7 @@ def rounds(request, slug: str):
         return Response(body)
     project = access_project(request.user, slug, roles=MANAGE_ROLES)
     incoming = OpenRoundSerializer(data=request.data)
-    if not incoming.is_valid():
-        errors = [f"{field}: {' '.join(map(str, problems))}" for field, problems in incoming.errors.items()]
-        return Response(RoundErrorSerializer({"errors": errors}).data, status=status.HTTP_400_BAD_REQUEST)
+    incoming.is_valid(raise_exception=True)
     data = incoming.validated_data
     choice = TraceChoice(
         ids=tuple(data.get("traces") or ()),
@@ -111,9 +106,7 @@ def rounds(request, slug: str):
             project, name=data["name"], annotators=data["annotators"], choice=choice, actor=request.user
         )
     except RoundError as error:
-        return Response(
-            RoundErrorSerializer({"errors": [str(error)]}).data, status=status.HTTP_400_BAD_REQUEST
-        )
+        return error_response(str(error), status=status.HTTP_400_BAD_REQUEST, errors=[str(error)])
     return Response(RoundSerializer(round_).data, status=status.HTTP_201_CREATED)
 
 
@@ -127,11 +120,9 @@ def close(request, slug: str, round_id: int):
     project = access_project(request.user, slug, roles=MANAGE_ROLES)
     round_ = project.rounds.filter(pk=round_id).first()
     if round_ is None:
-        return Response({"detail": "No such round in this project"}, status=status.HTTP_404_NOT_FOUND)
+        return error_response("No such round in this project", status=status.HTTP_404_NOT_FOUND)
     try:
         round_ = do_close_round(round_, actor=request.user)
     except RoundError as error:
-        return Response(
-            RoundErrorSerializer({"errors": [str(error)]}).data, status=status.HTTP_400_BAD_REQUEST
-        )
+        return error_response(str(error), status=status.HTTP_400_BAD_REQUEST, errors=[str(error)])
     return Response(RoundSerializer(round_).data)

@@ -7,6 +7,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.decorators import api_view
 from rest_framework.response import Response
 
+from annotator.api.errors import ErrorSerializer, error_response
 from annotator.api.signature_serializers import SignatureReportSerializer
 from annotator.services.signature_report import build_report, open_signatures
 
@@ -43,12 +44,14 @@ def _filter(name: str, what: str) -> OpenApiParameter:
     ],
     responses={
         200: SignatureReportSerializer,
-        400: OpenApiResponse(description="An unknown source or half a comparison; `detail` says which"),
+        400: OpenApiResponse(
+            ErrorSerializer, description="An unknown source or half a comparison; `detail` says which"
+        ),
     },
 )
 @api_view(["GET"])
 def project_signatures(request, slug: str):
     project, query, error = open_signatures(request.user, slug, request.query_params)
     if error:
-        return Response({"detail": error}, status=400)
+        return error_response(error, status=400)
     return Response(SignatureReportSerializer(build_report(project, query)).data)

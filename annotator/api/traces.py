@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotator.access import ProjectAccess, access_trace
-from traces.models import Step, Trace
+from traces.models import Step, StepKind, Trace
 from traces.viewer import StepFilter, search_steps
 
 
@@ -55,6 +54,26 @@ class StepSerializer(serializers.ModelSerializer):
         fields = list(Step.DATA_FIELDS)
 
 
+class StepFilterSerializer(serializers.Serializer):
+    agent = serializers.CharField(
+        required=False, allow_blank=True, max_length=200, help_text="Only this agent"
+    )
+    kind = serializers.ChoiceField(
+        StepKind.choices, required=False, allow_blank=True, help_text="Only this kind"
+    )
+
+
+class SearchQuerySerializer(StepFilterSerializer):
+    q = serializers.CharField(max_length=200, help_text="Text to find (case-insensitive)")
+
+
+def _filters(request: Request, serializer=StepFilterSerializer) -> StepFilter:
+    """The query string, checked by the serializer the schema documents (400 in the shared error shape)."""
+    params = serializer(data=request.query_params)
+    params.is_valid(raise_exception=True)
+    return StepFilter.from_params(params.validated_data)
+
+
 class SearchResultSerializer(serializers.Serializer):
     q = serializers.CharField()
     hits = serializers.ListField(child=serializers.IntegerField(), help_text="Step indices, first 1,000")
@@ -83,13 +102,7 @@ class ProjectTraceDetail(generics.RetrieveAPIView):
         return {**super().get_serializer_context(), "access": getattr(self, "access", None)}
 
 
-_FILTERS = [
-    OpenApiParameter("agent", OpenApiTypes.STR, description="Only steps of this agent"),
-    OpenApiParameter("kind", OpenApiTypes.STR, description="Only steps of this kind"),
-]
-
-
-@extend_schema(parameters=_FILTERS)
+@extend_schema(parameters=[StepFilterSerializer])
 class TraceStepList(generics.ListAPIView):
     """A trace's steps in order, paginated (50 per page), optionally filtered by agent and kind."""
 
@@ -97,22 +110,18 @@ class TraceStepList(generics.ListAPIView):
 
     def get_queryset(self):
         _, trace = access_trace(self.request.user, self.kwargs["slug"], self.kwargs["trace_id"])
-        return (
-            StepFilter.from_params(self.request.query_params)
-            .apply(Step.objects.filter(trace=trace))
-            .order_by("index")
-        )
+        return _filters(self.request).apply(Step.objects.filter(trace=trace)).order_by("index")
 
 
 class TraceSearch(APIView):
     """Search inside a trace (content, tool name, tool arguments; case-insensitive): hit step indices."""
 
     @extend_schema(
-        parameters=[OpenApiParameter("q", OpenApiTypes.STR, required=True), *_FILTERS],
+        parameters=[SearchQuerySerializer],
         responses=SearchResultSerializer,
     )
     def get(self, request: Request, slug: str, trace_id: int) -> Response:
         _, trace = access_trace(request.user, slug, trace_id)
-        filters = StepFilter.from_params(request.query_params)
+        filters = _filters(request, SearchQuerySerializer)
         hits, total = search_steps(trace, filters)
-        return Response({"q": filters.q, "hits": hits, "total": total})
+        return Response(SearchResultSerializer({"q": filters.q, "hits": hits, "total": total}).data)

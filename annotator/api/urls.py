@@ -1,29 +1,160 @@
-"""REST API routes. Token auth (`POST /api/token/`) or the browser session; same checks as the pages."""
+"""Every REST API route, one list per module of annotator/api/ (the list's name is the module's).
 
-from django.urls import include, path
+Mounted at /api/ by annotator/urls.py. Token auth (`POST /api/token/`) or the browser session; the same
+checks as the pages. Paths and names are a promise to scripts: tests/api/test_url_map.py holds them.
+"""
+
+from django.contrib.auth.decorators import login_required
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from annotator.api import exports, imports, projects, tokens
+from annotator.api import (
+    adjudication,
+    agreement,
+    annotations,
+    evolution,
+    exports,
+    imports,
+    llm,
+    projects,
+    rounds,
+    signatures,
+    tokens,
+    traces,
+)
 from taxonomy.api import TaxonomyViewSet
 
-router = DefaultRouter()
 # "api-" basenames: the pages own "project-detail" and "taxonomy-detail" (same names would shadow them).
-router.register("projects", projects.ProjectViewSet, basename="api-project")
-router.register("taxonomies", TaxonomyViewSet, basename="api-taxonomy")
+router = DefaultRouter()
+router.register("projects", projects.ProjectViewSet, basename="api-project")  # annotator/api/projects.py
+router.register("taxonomies", TaxonomyViewSet, basename="api-taxonomy")  # taxonomy/api.py
 
-urlpatterns = [
+schema_urls = [
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    # Signed-in users only: the schema answers 401 without a session or token, the docs page redirects to
+    # the login page (SERVE_PERMISSIONS in settings).
+    path("docs/", login_required(SpectacularSwaggerView.as_view(url_name="api-schema")), name="api-docs"),
+]
+token_urls = [
     path("token/", tokens.IssueToken.as_view(), name="api-token"),
+]
+imports_urls = [
     path("projects/<slug:slug>/imports/", imports.start_import, name="api-import-start"),
     path("projects/<slug:slug>/imports/<int:job_id>/", imports.import_status, name="api-import-status"),
+]
+exports_urls = [
     path("projects/<slug:slug>/exports/", exports.start_export, name="api-export-start"),
     path("projects/<slug:slug>/exports/<int:export_id>/", exports.export_detail, name="api-export-status"),
-    # Failure signatures as JSON (annotator/api/signatures_urls.py).
-    path("projects/<slug:slug>/", include("annotator.api.signatures_urls")),
-    # Traces, steps, assignments and annotations of a project (annotator/api/annotate_urls.py).
-    path("projects/<slug:slug>/", include("annotator.api.annotate_urls")),
-    # LLM runs, LLM agreement, and the LLM's labels for an annotator who submitted (annotator/api/llm_urls.py).
-    path("projects/<slug:slug>/", include("annotator.api.llm_urls")),
-    # The agreement report and the adjudication queue (annotator/api/review_urls.py).
-    path("projects/<slug:slug>/", include("annotator.api.review_urls")),
-    path("", include(router.urls)),
+]
+traces_urls = [
+    path("projects/<slug:slug>/traces/", traces.ProjectTraceList.as_view(), name="api-project-traces"),
+    path(
+        "projects/<slug:slug>/traces/<int:trace_id>/", traces.ProjectTraceDetail.as_view(), name="api-trace"
+    ),
+    path(
+        "projects/<slug:slug>/traces/<int:trace_id>/steps/",
+        traces.TraceStepList.as_view(),
+        name="api-trace-steps",
+    ),
+    path(
+        "projects/<slug:slug>/traces/<int:trace_id>/search/",
+        traces.TraceSearch.as_view(),
+        name="api-trace-search",
+    ),
+]
+annotations_urls = [
+    path(
+        "projects/<slug:slug>/traces/<int:trace_id>/annotations/",
+        annotations.TraceAnnotationList.as_view(),
+        name="api-trace-annotations",
+    ),
+    path(
+        "projects/<slug:slug>/assignments/", annotations.MyAssignmentList.as_view(), name="api-my-assignments"
+    ),
+    path("projects/<slug:slug>/assignments/next/", annotations.ClaimNext.as_view(), name="api-claim-next"),
+    path(
+        "projects/<slug:slug>/assignments/<int:assignment_id>/annotation/",
+        annotations.MyAnnotation.as_view(),
+        name="api-my-annotation",
+    ),
+    path(
+        "projects/<slug:slug>/assignments/<int:assignment_id>/submit/",
+        annotations.SubmitAnnotation.as_view(),
+        name="api-submit",
+    ),
+    path(
+        "projects/<slug:slug>/assignments/<int:assignment_id>/skip/",
+        annotations.SkipAssignment.as_view(),
+        name="api-skip",
+    ),
+]
+llm_urls = [
+    path("projects/<slug:slug>/llm-runs/", llm.LLMRunList.as_view(), name="api-llm-runs"),
+    path("projects/<slug:slug>/llm-runs/<int:run_id>/", llm.LLMRunDetail.as_view(), name="api-llm-run"),
+    path(
+        "projects/<slug:slug>/llm-runs/<int:run_id>/resume/",
+        llm.LLMRunResume.as_view(),
+        name="api-llm-run-resume",
+    ),
+    path("projects/<slug:slug>/llm-agreement/", llm.LLMAgreement.as_view(), name="api-llm-agreement"),
+    path(
+        "projects/<slug:slug>/assignments/<int:assignment_id>/llm-labels/",
+        llm.LLMLabelsForMe.as_view(),
+        name="api-llm-labels",
+    ),
+]
+agreement_urls = [
+    path("projects/<slug:slug>/agreement/", agreement.agreement, name="api-agreement"),
+]
+rounds_urls = [
+    path("projects/<slug:slug>/rounds/", rounds.rounds, name="api-rounds"),
+    path("projects/<slug:slug>/rounds/<int:round_id>/close/", rounds.close, name="api-rounds-close"),
+]
+evolution_urls = [
+    path("projects/<slug:slug>/taxonomy-migrations/", evolution.migrations, name="api-taxonomy-migrations"),
+    path(
+        "projects/<slug:slug>/taxonomy-migrations/<int:migration_id>/",
+        evolution.migration,
+        name="api-taxonomy-migration",
+    ),
+    path(
+        "projects/<slug:slug>/taxonomy-migrations/<int:migration_id>/apply/",
+        evolution.apply,
+        name="api-taxonomy-migration-apply",
+    ),
+]
+adjudication_urls = [
+    path("projects/<slug:slug>/adjudication/", adjudication.queue, name="api-adjudication"),
+    path("projects/<slug:slug>/adjudication/claim/", adjudication.claim_next, name="api-adjudication-claim"),
+    path("projects/<slug:slug>/adjudication/<int:item_id>/", adjudication.item, name="api-adjudication-item"),
+    path(
+        "projects/<slug:slug>/adjudication/<int:item_id>/decide/",
+        adjudication.decide,
+        name="api-adjudication-decide",
+    ),
+    path(
+        "projects/<slug:slug>/adjudication/<int:item_id>/reopen/",
+        adjudication.reopen,
+        name="api-adjudication-reopen",
+    ),
+]
+signatures_urls = [
+    path("projects/<slug:slug>/signatures/", signatures.project_signatures, name="api-signatures"),
+]
+
+urlpatterns = [
+    *schema_urls,
+    *token_urls,
+    *imports_urls,
+    *exports_urls,
+    *traces_urls,
+    *annotations_urls,
+    *llm_urls,
+    *agreement_urls,
+    *rounds_urls,
+    *evolution_urls,
+    *adjudication_urls,
+    *signatures_urls,
+    *router.urls,  # projects/ and taxonomies/, and the browsable API root
 ]

@@ -34,18 +34,6 @@ class Opinion:
     no_failure: bool
     labels: tuple[OpinionLabel, ...]
 
-    def as_json(self) -> dict:
-        return {
-            "rater": self.rater,
-            "note": self.note,
-            "no_failure": self.no_failure,
-            "labels": [
-                {"mode": label.code, "name": label.name, "primary": label.primary, "steps": list(label.steps),
-                 "reason": label.reason}
-                for label in self.labels
-            ],
-        }  # fmt: skip
-
 
 def may_see_llm_labels(assignment: Assignment) -> bool:
     """The blindness rule (see the module docstring)."""

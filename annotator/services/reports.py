@@ -170,6 +170,16 @@ def do_request_report(
     return report
 
 
+def do_open_report(project: Project, filters: Mapping[str, Any], *, retry: bool = False) -> AgreementReport:
+    """What a reader of the report for `filters` gets, on the page and the API alike: the newest report, or
+    a newly requested one when there is none yet (or the newest failed and the reader asked to retry)."""
+    report = latest_report(project, filters)
+    if report is None or (retry and report.status == JobStatus.FAILED):
+        report = do_request_report(project, filters)
+        report.refresh_from_db()
+    return report
+
+
 def do_compute_report(report_id: int) -> AgreementReport:
     """Compute and store one report. Idempotent: a finished report is returned untouched, and a duplicate
     delivery of a running one simply computes the same numbers again.

@@ -22,9 +22,9 @@ from annotator.models.reports import JobStatus
 from annotator.services.reports import (
     ReportFilterError,
     clean_filters,
+    do_open_report,
     do_request_report,
     latest_finished,
-    latest_report,
     report_is_current,
 )
 from annotator.views import agreement_display as display
@@ -94,10 +94,7 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
     filters, errors = _filters(project, request.GET)
     report = None
     if not errors:
-        report = latest_report(project, filters)
-        if report is None or (report.status == JobStatus.FAILED and request.GET.get("retry")):
-            report = do_request_report(project, filters)
-            report.refresh_from_db()
+        report = do_open_report(project, filters, retry=bool(request.GET.get("retry")))
     raters = (
         Membership.objects.filter(project=project, role=Role.ANNOTATOR)
         .order_by("user__username")

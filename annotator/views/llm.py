@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -18,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotator.access import MANAGE_ROLES, access_project
 from annotator.models import LLMRun, Project, PromptTemplate
+from annotator.services.enqueue import is_eager
 from annotator.services.llm_agreement import llm_agreement
 from annotator.services.llm_labeller import messages_for
 from annotator.services.llm_runs import LLMRunError, do_resume_run, do_start_run, do_stop_run, run_progress
@@ -181,7 +181,7 @@ def start_run(request: HttpRequest, slug: str) -> HttpResponse:
             limit=form.cleaned_data["limit"],
             model=form.cleaned_data["model"] or None,
             actor=request.user,
-            background=settings.CELERY_TASK_ALWAYS_EAGER,  # no worker: never block this request on the run
+            background=is_eager(),  # no worker: never block this request on the run
         )
     except LLMRunError as problem:
         return _respond(request, project, "_llm_runs.html", _runs_context(project, form), error=str(problem))
@@ -211,11 +211,7 @@ def run_status(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
 def run_action(request: HttpRequest, slug: str, run_id: int, action: str) -> HttpResponse:
     project = _owner(request, slug)
     run = _run(project, run_id)
-    changed = (
-        do_stop_run(run)
-        if action == "stop"
-        else do_resume_run(run, background=settings.CELERY_TASK_ALWAYS_EAGER)
-    )
+    changed = do_stop_run(run) if action == "stop" else do_resume_run(run, background=is_eager())
     error = "" if changed else f"Run {run.pk} is {run.status_label}: nothing to {action}."
     run.refresh_from_db()
     context = {

@@ -130,10 +130,22 @@ def test_an_unchanged_input_is_not_recomputed_and_a_change_is_noticed(client, la
     assert latest.results["counts"]["annotations"] == first.results["counts"]["annotations"] + 1
 
 
+def test_the_api_get_answers_the_report_as_the_page_does(client, labelled, adjudicator):
+    """The page's GET requests a report when there is none yet; the API's GET does the same (it used to
+    answer 404 where the page showed a report)."""
+    auth = {"HTTP_AUTHORIZATION": f"Token {api_token(adjudicator)}"}
+    url = f"/api/projects/{labelled.slug}/agreement/"
+    first = client.get(url, **auth)
+    assert first.status_code == 200  # eager Celery computed it inline
+    assert first.json()["status"] == "succeeded" and first.json()["filters"] == {}
+    client.force_login(adjudicator)
+    page = client.get(f"/p/{labelled.slug}/agreement/")
+    assert page.context["report"].pk == first.json()["id"]
+
+
 def test_the_api(client, labelled, adjudicator):
     auth = {"HTTP_AUTHORIZATION": f"Token {api_token(adjudicator)}"}
     url = f"/api/projects/{labelled.slug}/agreement/"
-    assert client.get(url, **auth).status_code == 404
     created = client.post(
         url, {"annotators": ["ana-annotator", "ben-annotator"]}, content_type="application/json", **auth
     )
@@ -144,7 +156,8 @@ def test_the_api(client, labelled, adjudicator):
     got = client.get(f"{url}?annotators=ana-annotator,ben-annotator", **auth).json()
     assert got["id"] == body["id"]
     assert client.get(f"{url}?annotators=zed", **auth).json() == {
-        "errors": ["No annotator “zed” in this project"]
+        "detail": "A filter is not valid",
+        "errors": ["No annotator “zed” in this project"],
     }
 
 

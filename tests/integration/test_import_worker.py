@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 def wait_for_job(job_id: int, timeout: float = 60.0):
     """Poll the database: the worker writes through its own connection, so there is nothing to await."""
-    from traces.models import ImportJob
+    from annotator.models import ImportJob
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 
 from annotator.models import LLMRun, Membership
 from annotator.services import llm_runs
+from annotator.services.enqueue import is_eager
 from annotator.services.llm_runs import do_process_run, do_start_run
 from tests.llm.conftest import RATER
 from tests.llm.fake_server import answer
@@ -68,9 +69,9 @@ def test_a_clean_run_is_succeeded(client, project, owner, traces, llm_config, ch
 
 @pytest.mark.django_db(transaction=True)
 def test_without_a_worker_start_run_answers_at_once_and_runs_in_the_background(
-    client, project, owner, traces, llm_config, chat_server, monkeypatch, settings
+    client, project, owner, traces, llm_config, chat_server, monkeypatch
 ):
-    assert settings.CELERY_TASK_ALWAYS_EAGER
+    assert is_eager()  # no worker, as in the default install
     release, finished = threading.Event(), threading.Event()
     real = llm_runs.do_process_run
 

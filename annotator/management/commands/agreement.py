@@ -103,7 +103,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("slug", help="Project slug")
-        parser.add_argument("--json", action="store_true", help="Print the report JSON (schema in README)")
+        parser.add_argument(
+            "--json", action="store_true", help="Print the report JSON (schema in docs/agreement.md)"
+        )
         parser.add_argument("--batch", help="Only traces of this batch")
         parser.add_argument("--annotators", help="Only these annotators (comma-separated usernames)")
         parser.add_argument("--since", help="Submitted on or after this date (YYYY-MM-DD)")

@@ -33,7 +33,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "paths",
             nargs="+",
-            help="Trace files, or folders (their .json, .jsonl, .traj and .eval files); a dataset folder "
+            help="Trace files, or folders (their .json, .jsonl, .ndjson, .traj and .eval files, recursively); a dataset folder "
             "(parquet, arrow, save_to_disk, a card with configs) or hf://owner/name is one source",
         )
         parser.add_argument("--batch", required=True, help="Batch name (created if missing, else extended)")

@@ -12,7 +12,7 @@ SUFFIXES = (".yaml", ".yml", ".json")
 class Command(BaseCommand):
     help = (
         "Import taxonomies from YAML or JSON files, or folders of them (the format `export_taxonomy` writes; "
-        "see README). Every file is validated: a malformed file exits non-zero naming the file and the "
+        "see docs/taxonomies.md). Every file is validated: a malformed file exits non-zero naming the file and the "
         "offending field, and nothing is created."
     )
 

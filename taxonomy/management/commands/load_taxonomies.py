@@ -5,7 +5,7 @@ from taxonomy.services import load_builtin_taxonomies
 
 class Command(BaseCommand):
     help = (
-        "Load the built-in taxonomies (MAST, the six-mode taxonomy, KAMI) from taxonomy/builtin/. "
+        "Load the built-in taxonomies (MAST, the six-mode taxonomy, KAMI and decisive-error for Who&When attributions) from taxonomy/builtin/. "
         "Idempotent: unchanged files create nothing; a changed file becomes a new version when the old one "
         "is in use by a project."
     )

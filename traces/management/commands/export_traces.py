@@ -6,7 +6,7 @@ from traces.models import Batch
 
 class Command(BaseCommand):
     help = (
-        "Write a batch's traces in the native JSONL format (one trace per line, see README), to stdout or "
+        "Write a batch's traces in the native JSONL format (one trace per line, see docs/importing.md), to stdout or "
         "--out. Native files round-trip exactly: importing the output and exporting again gives the same bytes."
     )
 
