@@ -11,6 +11,7 @@ from annotator.views import (
     agreement,
     annotate,
     discussions,
+    evolution,
     exports,
     home,
     imports,
@@ -129,6 +130,12 @@ proposals_urls = [
     path("p/<slug:slug>/proposals/", proposals.proposals_page, name="proposals"),
     path("p/<slug:slug>/proposals/settle/", proposals.settle, name="proposals-settle"),
 ]
+evolution_urls = [
+    path("p/<slug:slug>/codebook/", evolution.codebook, name="codebook"),
+    path("p/<slug:slug>/codebook/preview/", evolution.preview, name="codebook-preview"),
+    path("p/<slug:slug>/codebook/<int:migration_id>/", evolution.migration_page, name="codebook-migration"),
+    path("p/<slug:slug>/codebook/<int:migration_id>/apply/", evolution.apply, name="codebook-apply"),
+]
 adjudication_urls = [
     path("p/<slug:slug>/adjudication/", adjudication.queue, name="adjudication"),
     path("p/<slug:slug>/adjudication/next/", adjudication.claim_next, name="adjudication-next"),
@@ -196,6 +203,7 @@ urlpatterns = [
     *rounds_urls,
     *discussions_urls,
     *proposals_urls,
+    *evolution_urls,
     *adjudication_urls,
     *signatures_urls,
     *llm_urls,

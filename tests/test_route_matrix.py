@@ -48,6 +48,7 @@ from annotator.models import (
 from annotator.services.adjudication import do_check_trace
 from annotator.services.annotations import do_save_draft
 from annotator.services.assignment import do_assign
+from annotator.services.evolution import do_preview_migration
 from annotator.services.llm_settings import current_prompt, llm_rater
 from annotator.services.members import set_password_path
 from annotator.services.payload import AnnotationPayload
@@ -110,6 +111,10 @@ agreement-refresh             POST  login 404   403   403   302   302   302   40
 agreement-report              GET   login 404   403   403   200   200   200   403   404   404
 agreement-json                GET   login 404   403   403   200   200   200   403   404   404
 agreement-csv                 GET   login 404   403   403   200   200   200   403   404   404
+codebook                      GET   login 404   403   403   403   403   200   403   404   404
+codebook-preview              POST  login 404   403   403   403   403   400   403   404   404
+codebook-migration            GET   login 404   403   403   403   403   200   403   404   404
+codebook-apply                POST  login 404   403   403   403   403   400   403   404   404
 adjudication                  GET   login 404   403   403   200   403   200   200   404   404
 adjudication-next             POST  login 404   403   403   302   403   302   302   404   404
 adjudication-history          GET   login 404   403   403   200   403   200   200   404   404
@@ -172,6 +177,9 @@ api-taxonomy-list             GET   401   200   200   200   200   200   200   20
 api-taxonomy-list.fmt         GET   401   200   200   200   200   200   200   200   200   200
 api-taxonomy-detail           GET   401   200   200   200   200   200   200   200   200   200
 api-taxonomy-detail.fmt       GET   401   200   200   200   200   200   200   200   200   200
+api-taxonomy-migrations       GET   401   404   403   403   403   403   200   403   404   404
+api-taxonomy-migration        GET   401   404   403   403   403   403   200   403   404   404
+api-taxonomy-migration-apply  POST  401   404   403   403   403   403   400   403   404   404
 api-rounds                    GET   401   404   403   403   200   200   200   403   404   404
 api-rounds-close              POST  401   404   403   403   403   403   400   400   404   404
 mentions                      GET   login 200   200   200   200   200   200   200   200   200
@@ -305,6 +313,7 @@ def world(project, owner, annotator_a, annotator_b, adjudicator, outsider):
     invited.set_unusable_password()
     invited.save()
     link = set_password_path(invited).rstrip("/").split("/")
+    migration = do_preview_migration(project, [{"op": "edit", "code": "FM-1.1", "guidance": "sharper"}])
     kwargs = {
         "uidb64": link[-2],
         "token": link[-1],
@@ -320,6 +329,7 @@ def world(project, owner, annotator_a, annotator_b, adjudicator, outsider):
         "membership_id": membership.pk,
         "round_id": round_.pk,
         "thread_id": thread.pk,
+        "migration_id": migration.pk,
         "figure": "prevalence",
         "format": "json",
     }

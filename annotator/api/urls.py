@@ -14,6 +14,7 @@ from annotator.api import (
     admin,
     agreement,
     annotations,
+    evolution,
     exports,
     imports,
     label_imports,
@@ -130,6 +131,19 @@ rounds_urls = [
     path("projects/<slug:slug>/rounds/<int:round_id>/close/", rounds.close, name="api-rounds-close"),
     path("projects/<slug:slug>/rounds/trend/", rounds.trend, name="api-rounds-trend"),
 ]
+evolution_urls = [
+    path("projects/<slug:slug>/taxonomy-migrations/", evolution.migrations, name="api-taxonomy-migrations"),
+    path(
+        "projects/<slug:slug>/taxonomy-migrations/<int:migration_id>/",
+        evolution.migration,
+        name="api-taxonomy-migration",
+    ),
+    path(
+        "projects/<slug:slug>/taxonomy-migrations/<int:migration_id>/apply/",
+        evolution.apply,
+        name="api-taxonomy-migration-apply",
+    ),
+]
 adjudication_urls = [
     path("projects/<slug:slug>/adjudication/", adjudication.queue, name="api-adjudication"),
     path("projects/<slug:slug>/adjudication/claim/", adjudication.claim_next, name="api-adjudication-claim"),
@@ -161,6 +175,7 @@ urlpatterns = [
     *llm_urls,
     *agreement_urls,
     *rounds_urls,
+    *evolution_urls,
     *adjudication_urls,
     *signatures_urls,
     *router.urls,  # projects/ and taxonomies/, and the browsable API root

@@ -3,6 +3,7 @@
 from annotator.models.adjudication import AdjudicationItem, GoldHistory, GoldLabel
 from annotator.models.annotations import Annotation, LabelApplication, LabelHistory
 from annotator.models.discussions import Comment, Mention, Thread
+from annotator.models.evolution import ModeRecheck, TaxonomyMigration
 from annotator.models.jobs import ImportJob, JobStatus
 from annotator.models.llm import LLMConfig, LLMRun, LLMTraceResult, PromptTemplate
 from annotator.models.projects import Assignment, Membership, Project, Role
@@ -33,10 +34,12 @@ __all__ = [
     "Membership",
     "Mention",
     "ModeProposal",
+    "ModeRecheck",
     "Project",
     "PromptTemplate",
     "Rater",
     "RaterKind",
     "Role",
+    "TaxonomyMigration",
     "Thread",
 ]

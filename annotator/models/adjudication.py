@@ -89,6 +89,7 @@ class GoldHistory(models.Model):
         DECIDED = "decided", "Decided by an adjudicator"
         REOPENED = "reopened", "Reopened"
         WITHDRAWN = "withdrawn", "Withdrawn (too few annotations)"
+        MIGRATED = "migrated", "Moved to a new taxonomy version"
 
     project = models.ForeignKey("annotator.Project", on_delete=models.CASCADE, related_name="gold_history")
     trace = models.ForeignKey("traces.Trace", on_delete=models.CASCADE, related_name="+")

@@ -25,6 +25,10 @@ class ModeProposal(models.Model):
     cooccurring = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
     outcome = models.CharField(max_length=200, blank=True, help_text="The mode it became, or why declined")
+    # Set when a taxonomy migration turned it into a mode (the outcome then names that mode's code).
+    mode = models.ForeignKey(
+        "taxonomy.FailureMode", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -25,7 +25,15 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotator.models import AdjudicationItem, Annotation, Assignment, LabelApplication, LabelHistory
+from annotator.models import (
+    AdjudicationItem,
+    Annotation,
+    Assignment,
+    LabelApplication,
+    LabelHistory,
+    ModeRecheck,
+    Project,
+)
 from annotator.services.followups import after_annotations_changed
 from annotator.services.payload import AnnotationPayload
 from taxonomy.models import FailureMode
@@ -73,6 +81,8 @@ def is_locked(assignment: Assignment) -> bool:
     adjudication item, in any status). Depends on nothing the other annotators chose."""
     if assignment.status != Assignment.Status.SUBMITTED:
         return False
+    if ModeRecheck.objects.filter(annotation__assignment=assignment, resolved_at__isnull=True).exists():
+        return False  # a new taxonomy version asks this annotator to look again (codebook evolution)
     return AdjudicationItem.objects.filter(
         project_id=assignment.project_id, trace_id=assignment.trace_id
     ).exists()
@@ -167,6 +177,7 @@ def _write(assignment: Assignment, payload: AnnotationPayload, *, actor, base_ve
     try:
         with transaction.atomic():
             assignment = _lock(assignment)
+            _check_taxonomy_unchanged(project)
             annotation = Annotation.objects.filter(assignment=assignment).first()
             current = annotation.version if annotation else 0
             if base_version != current:
@@ -190,12 +201,30 @@ def _write(assignment: Assignment, payload: AnnotationPayload, *, actor, base_ve
                     annotation=annotation, actor=actor, action=action, before=before, after=after
                 )
             if submit:
+                # Submitting again is how an annotator answers "re-check FM-x on this trace".
+                ModeRecheck.objects.filter(annotation=annotation, resolved_at__isnull=True).update(
+                    resolved_at=timezone.now()
+                )
                 _notify_on_commit(project.pk, assignment.trace_id)
     except IntegrityError:
         # Two first saves raced to create the annotation (no row lock on SQLite): the loser is stale.
         current = Annotation.objects.filter(assignment=assignment).values_list("version", flat=True).first()
         raise StaleAnnotation(current or 0, payload) from None
     return annotation
+
+
+TAXONOMY_CHANGED = (
+    "The project moved to a new taxonomy version while this page was open; reload it to label with the "
+    "new modes (your labels were carried over)"
+)
+
+
+def _check_taxonomy_unchanged(project) -> None:
+    """Under the assignment lock: a taxonomy migration locks every assignment of the project, so a save
+    that started before it either commits first (and is migrated) or sees the new version here."""
+    current = Project.objects.filter(pk=project.pk).values_list("taxonomy_version_id", flat=True).first()
+    if current != project.taxonomy_version_id:
+        raise AnnotationInvalid(TAXONOMY_CHANGED)
 
 
 def _lock(assignment: Assignment) -> Assignment:

@@ -21,10 +21,19 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.lookups import Exact
 from django.utils import timezone
 
-from annotator.models import AgreementReport, Assignment, CalibrationRound, Membership, Project, Role
+from annotator.models import (
+    AgreementReport,
+    Assignment,
+    CalibrationRound,
+    Membership,
+    Project,
+    Role,
+    TaxonomyMigration,
+)
 from annotator.models.reports import JobStatus
 from annotator.services.discussions import open_round_threads
 from annotator.services.reports import do_request_report
+from taxonomy.evolution import forward_codes
 from traces.models import Trace
 
 MAX_ROUND_TRACES = 5_000
@@ -217,13 +226,51 @@ def round_trend(project: Project) -> Trend:
     )
     results = [r.report.results for r in rounds]
     overall = [(label, [res["overall"].get(key) for res in results]) for key, label in TREND_STATISTICS]
+    keyer = _mode_keyer(project)
     codes: dict[str, str] = {}
+    by_round = []
     for res in results:
-        for mode in res["modes"]:
-            codes.setdefault(mode["code"], mode["name"])
-    by_round = [{m["code"]: m for m in res["modes"]} for res in results]
+        number = (res.get("taxonomy") or {}).get("version")
+        rows = {keyer(m["code"], number): m for m in res["modes"]}
+        for key, m in rows.items():
+            codes[key] = m["name"]  # the newest round names the row (a renamed mode shows its new name)
+        by_round.append(rows)
     modes = [(code, name, [rows.get(code) for rows in by_round]) for code, name in codes.items()]
     return Trend(rounds=rounds, overall=overall, modes=modes)
+
+
+def _mode_keyer(project: Project):
+    """A row key per (mode code, taxonomy version number of the report): across an applied taxonomy
+    migration a mode that maps one-to-one (kept or renamed) is the same row under its current code;
+    a merged, split or retired mode keeps its own row, marked with its version, since its numbers
+    measure something else than any current mode's."""
+    chain = [
+        (m.from_version.number, m.to_version.number, m.applied_mapping or {})
+        for m in applied_migrations(project)
+    ]
+    current = project.taxonomy_version.number
+
+    def key(code: str, number: int | None) -> str:
+        if number is None or number == current or not chain:
+            return code
+        steps, at = [], number
+        for source, target, mapping in chain:
+            if source == at:
+                steps.append(mapping)
+                at = target
+        forward = forward_codes(steps, code) if at == current else None
+        return forward if forward is not None else f"{code} (v{number})"
+
+    return key
+
+
+def applied_migrations(project: Project) -> list[TaxonomyMigration]:
+    """The project's applied taxonomy migrations, oldest first."""
+    return list(
+        project.taxonomy_migrations.filter(status=TaxonomyMigration.Status.APPLIED)
+        .select_related("from_version", "to_version")
+        .order_by("applied_at", "id")
+    )
 
 
 def round_report(round_: CalibrationRound) -> AgreementReport | None:

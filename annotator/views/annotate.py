@@ -19,7 +19,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from annotator.access import access_assignment
-from annotator.models import Annotation, Assignment
+from annotator.models import Annotation, Assignment, LabelHistory, ModeRecheck
 from annotator.services.annotations import (
     AnnotationInvalid,
     AnnotationLocked,
@@ -76,6 +76,20 @@ def _page(
         "skip_reasons": SKIP_REASONS,
         "position": queue_position(assignment),
         "submitted": bool(annotation and annotation.status == Annotation.Status.SUBMITTED),
+        # Provenance of labels a taxonomy migration moved (the annotator's own annotation only).
+        "migrated": [
+            entry.after.get("migration", "")
+            for entry in LabelHistory.objects.filter(annotation=annotation, action="taxonomy").order_by(
+                "at", "id"
+            )
+        ]
+        if annotation
+        else [],
+        "rechecks": list(
+            ModeRecheck.objects.filter(annotation=annotation, resolved_at__isnull=True).select_related("mode")
+        )
+        if annotation
+        else [],
     }
     return render(request, "annotator/annotate.html", context, status=code)
 

@@ -12,8 +12,9 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from annotator.access import LABEL_ROLES, access_project
-from annotator.models import AdjudicationItem, Assignment, Project
+from annotator.models import AdjudicationItem, Assignment, ModeRecheck, Project
 from annotator.services.assignment import do_claim_next, do_release_assignment
+from annotator.services.evolution import open_rechecks
 
 DONE = (Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED)
 SUBMITTED_PER_PAGE = 25
@@ -44,9 +45,10 @@ def queue_context(request: HttpRequest, project: Project) -> dict[str, Any]:
     # The same rule as annotator.services.annotations.is_locked: a submitted annotation freezes once its
     # trace has an adjudication item, whatever its status (a status would tell who disagreed).
     locked = AdjudicationItem.objects.filter(project=project, trace=OuterRef("trace_id"))
+    recheck = ModeRecheck.objects.filter(annotation__assignment=OuterRef("pk"), resolved_at__isnull=True)
     submitted = Paginator(
         rows.filter(status=Assignment.Status.SUBMITTED)
-        .annotate(locked=Exists(locked))
+        .annotate(locked=Exists(locked) & ~Exists(recheck))
         .order_by("-updated_at", "-id"),
         SUBMITTED_PER_PAGE,
     ).get_page(request.GET.get("submitted_page"))
@@ -56,6 +58,7 @@ def queue_context(request: HttpRequest, project: Project) -> dict[str, Any]:
             "done": done,
             "remaining": total - done,
             "per_batch": per_batch,
+            "rechecks": list(open_rechecks(project, request.user)[:200]),
             "drafts": list(rows.filter(status=Assignment.Status.IN_PROGRESS).order_by("trace_id")[:200]),
             "skipped": list(rows.filter(status=Assignment.Status.SKIPPED).order_by("-updated_at")[:200]),
             "submitted": submitted,

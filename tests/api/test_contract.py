@@ -188,6 +188,25 @@ def test_every_operation_answers_its_documented_shapes(
     expect(o, "post", f"{api}/exports/", 400, {"license": "wtfpl"})
     expect(a, "post", f"{api}/exports/", 403, {})
 
+    # Taxonomy migrations (owners; last, since applying moves the project to a new taxonomy version).
+    changes = {"changes": [{"op": "rename", "code": "FM-1.1", "new_code": "FM-1.1r"}]}
+    expect(o, "get", f"{api}/taxonomy-migrations/", 200)
+    preview = expect(o, "post", f"{api}/taxonomy-migrations/", 201, changes).json()
+    expect(o, "post", f"{api}/taxonomy-migrations/", 400, {"changes": [{"op": "grow"}]})
+    expect(o, "post", f"{api}/taxonomy-migrations/", 400, {"changes": "x"})
+    expect(o, "get", f"{api}/taxonomy-migrations/{preview['id']}/", 200)
+    expect(o, "get", f"{api}/taxonomy-migrations/{preview['id'] + 99}/", 404)
+    confirmed = {code: new or "retire" for code, new in preview["mapping"].items()}
+    expect(
+        o,
+        "post",
+        f"{api}/taxonomy-migrations/{preview['id']}/apply/",
+        400,
+        {"mapping": {"FM-1.1": "FM-1.1r"}},
+    )
+    expect(o, "post", f"{api}/taxonomy-migrations/{preview['id']}/apply/", 200, {"mapping": confirmed})
+    expect(a, "get", f"{api}/taxonomy-migrations/", 403)
+
     missing = openapi.operations() - openapi.COVERED
     assert not missing, f"operations no test answered: {sorted(missing)}"
 

@@ -31,6 +31,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from annotator.models import Project
+from annotator.services.evolution import do_preview_migration
 from tests.api import openapi
 from tests.api.test_contract import auth_header, world  # noqa: F401 (the fixture)
 
@@ -88,6 +90,10 @@ def _ids(world) -> dict[str, object]:  # noqa: F811
         "run_id": world["run"].pk,
         "job_id": 1,
         "export_id": 1,
+        # A previewed taxonomy migration: a generated mapping never names every mode, so it is never applied.
+        "migration_id": do_preview_migration(
+            Project.objects.get(slug=world["slug"]), [{"op": "edit", "code": "FM-1.1", "guidance": "fuzz"}]
+        ).pk,
     }
 
 
