@@ -113,7 +113,9 @@ llm_urls = [
     path("projects/<slug:slug>/llm-settings/key/", llm.LLMKey.as_view(), name="api-llm-key"),
     path("projects/<slug:slug>/llm-settings/prompt/", llm.LLMPrompt.as_view(), name="api-llm-prompt"),
     path("projects/<slug:slug>/llm-runs/preview/", llm.LLMRunPreview.as_view(), name="api-llm-run-preview"),
-    path("projects/<slug:slug>/llm-runs/<int:run_id>/stop/", llm.LLMRunStop.as_view(), name="api-llm-run-stop"),
+    path(
+        "projects/<slug:slug>/llm-runs/<int:run_id>/stop/", llm.LLMRunStop.as_view(), name="api-llm-run-stop"
+    ),
     path(
         "projects/<slug:slug>/assignments/<int:assignment_id>/llm-labels/",
         llm.LLMLabelsForMe.as_view(),
