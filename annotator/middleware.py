@@ -2,6 +2,8 @@
 
 - An upload larger than ``IMPORT_MAX_UPLOAD_MB`` is refused with 413 from its Content-Length, before a
   byte of it is read (otherwise the CSRF check alone would spool it to disk).
+- A form past Django's bounds (too many fields or files, too large) is refused with 400 in the caller's
+  shape rather than Django's bare 400 page.
 - A NUL character in the path, the query string, a form field (names, values, uploaded file names) or a
   JSON body is refused with 400. PostgreSQL text cannot hold NUL, so without this guard each of those
   inputs reached the database and answered 500; checking here means no view can forget.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.utils.html import format_html
@@ -27,6 +30,17 @@ _FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
 # \u0000 in JSON text, unless its backslash is itself escaped (then it is the literal text "\u0000").
 _JSON_NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000", re.IGNORECASE)
 NUL = "\x00"
+# Django's own bounds on a form (DATA_UPLOAD_MAX_NUMBER_FIELDS, _FILES, _MEMORY_SIZE): reading past one
+# raises, and unanswered that is Django's bare 400 page, not the API's error shape.
+OVERSIZED_FORM = (TooManyFieldsSent, TooManyFilesSent, RequestDataTooBig)
+
+
+def oversized_form_message(error: Exception) -> str:
+    if isinstance(error, TooManyFieldsSent):
+        return "The request sends too many fields (DATA_UPLOAD_MAX_NUMBER_FIELDS)."
+    if isinstance(error, TooManyFilesSent):
+        return "The request sends too many files (DATA_UPLOAD_MAX_NUMBER_FILES)."
+    return "The request body is too large to read as a form (DATA_UPLOAD_MAX_MEMORY_SIZE)."
 
 
 class InputGuardMiddleware:
@@ -41,6 +55,8 @@ class InputGuardMiddleware:
             problem = _nul_problem(request)
         except MultiPartParserError:
             return refuse(request, 400, "The form data is malformed (a broken multipart body).")
+        except OVERSIZED_FORM as error:
+            return refuse(request, 400, oversized_form_message(error))
         if problem:
             return refuse(request, 400, problem)
         return self.get_response(request)

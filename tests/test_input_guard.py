@@ -198,3 +198,23 @@ def test_label_files_and_taxonomy_files_have_the_same_depth_bound(tmp_path):
         path.write_text('{"slug": ' + deep + "}")
         with pytest.raises(TaxonomyFileError, match="nested too deeply"):
             load_taxonomy_file(path)
+
+
+def test_a_form_with_too_many_fields_is_a_400_in_the_api_error_shape(client, owner, project, settings):
+    """Past DATA_UPLOAD_MAX_NUMBER_FIELDS Django raised TooManyFieldsSent: the API answered its bare HTML 400
+    page (in the middleware, for a POST) or the error went unanswered by DRF (a PATCH form it parses)."""
+    from urllib.parse import urlencode
+
+    settings.DATA_UPLOAD_MAX_NUMBER_FIELDS = 10
+    client.force_login(owner)
+    body = urlencode([("batches", f"b{n}") for n in range(20)])
+    form = "application/x-www-form-urlencoded"
+    posted = client.post("/api/projects/", body, content_type=form)
+    patched = client.patch(f"/api/projects/{project.slug}/settings/", body, content_type=form)
+    for response in (posted, patched):
+        assert response.status_code == 400 and response["Content-Type"] == "application/json"
+        assert response.json() == {
+            "detail": "The request sends too many fields (DATA_UPLOAD_MAX_NUMBER_FIELDS)."
+        }
+    page = client.post(f"/p/{project.slug}/settings/", body, content_type=form)
+    assert page.status_code == 400 and b"too many fields" in page.content

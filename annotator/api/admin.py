@@ -18,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotator.access import access_project_admin
+from annotator.api.errors import ErrorSerializer, error_response
 from annotator.batches import visible_batches
 from annotator.models import Membership, Project, Role
 from annotator.services.members import (
@@ -39,7 +40,7 @@ from annotator.services.projects import (
 from traces.models import Batch
 
 MAX_GUIDELINES = 100_000
-_ERROR = OpenApiResponse(description="What is wrong with the request ({detail})")
+_ERROR = OpenApiResponse(ErrorSerializer, description="What is wrong with the request, in words")
 
 
 class NewProjectSerializer(serializers.Serializer):
@@ -162,8 +163,9 @@ class BatchAttachedSerializer(serializers.Serializer):
     assignments_created = serializers.IntegerField()
 
 
-def _detail(error: Exception, code: int = status.HTTP_400_BAD_REQUEST) -> Response:
-    return Response({"detail": str(error)}, status=code)
+def _refused(error: Exception) -> Response:
+    """A service's refusal (ProjectSetupError, MemberError) in the one error shape."""
+    return error_response(str(error), status=status.HTTP_400_BAD_REQUEST, errors=[str(error)])
 
 
 def _visible_batches(user, names: list[str]) -> list[Batch]:
@@ -197,7 +199,7 @@ def create_project(request: Request) -> Response:
             batches=_visible_batches(request.user, data["batches"]),
         )
     except ProjectSetupError as error:
-        return _detail(error)
+        return _refused(error)
     project = setup.project
     project.assignments_created = setup.assignments_created
     return Response(CreatedProjectSerializer(project).data, status=status.HTTP_201_CREATED)
@@ -228,7 +230,7 @@ def project_settings(request: Request, slug: str) -> Response:
         try:
             do_update_settings(project, **values)
         except ProjectSetupError as error:
-            return _detail(error)
+            return _refused(error)
     return Response(AdminProjectSerializer(project).data)
 
 
@@ -292,7 +294,7 @@ def members(request: Request, slug: str) -> Response:
         else:
             change = do_add_existing(project, data["username"], data["role"])
     except MemberError as error:
-        return _detail(error)
+        return _refused(error)
     return _change(request, change, status.HTTP_201_CREATED)
 
 
@@ -321,7 +323,7 @@ def member(request: Request, slug: str, membership_id: int) -> Response:
         body.is_valid(raise_exception=True)
         return _change(request, do_change_role(project, membership, body.validated_data["role"]))
     except MemberError as error:
-        return _detail(error)
+        return _refused(error)
 
 
 @extend_schema(
@@ -333,7 +335,7 @@ def member(request: Request, slug: str, membership_id: int) -> Response:
     methods=["POST"],
     summary="Attach a batch you may see and assign its traces",
     request=AttachBatchSerializer,
-    responses={201: BatchAttachedSerializer, 400: _ERROR, 404: _ERROR},
+    responses={201: BatchAttachedSerializer, 400: _ERROR},
 )
 @api_view(["GET", "POST"])
 def batches(request: Request, slug: str) -> Response:
@@ -349,7 +351,7 @@ def batches(request: Request, slug: str) -> Response:
     try:
         created = do_attach_batches(project, [batch])
     except ProjectSetupError as error:
-        return _detail(error)
+        return _refused(error)
     return Response(
         BatchAttachedSerializer({"batch": batch, "assignments_created": created}).data,
         status=status.HTTP_201_CREATED,

@@ -18,6 +18,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from annotator.middleware import OVERSIZED_FORM, oversized_form_message
+
 
 class ErrorSerializer(serializers.Serializer):
     detail = serializers.CharField(help_text="What went wrong, in one sentence")
@@ -69,6 +71,9 @@ def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's handler (status, headers), then the body reshaped into ErrorSerializer's shape."""
+    if isinstance(exc, OVERSIZED_FORM):
+        # A body DRF parses past Django's form bounds (a PATCH form, say): a 400 like the middleware's.
+        return Response(dict(ErrorSerializer({"detail": oversized_form_message(exc)}).data), status=400)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None

@@ -18,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotator.access import MANAGE_ROLES, access_project
+from annotator.api.errors import ErrorSerializer, error_response
 from annotator.services.annotation_files import LABEL_FORMATS, read_label_file
 from annotator.services.label_import import LabelImportError, do_import_annotations, parse_rater_map
 from annotator.services.uploads import max_upload_bytes, upload_too_large_message
@@ -52,8 +53,10 @@ class LabelImportResult(serializers.Serializer):
     request={"multipart/form-data": LabelImportRequest},
     responses={
         201: LabelImportResult,
-        400: OpenApiResponse(description="Nothing imported: what is wrong, naming file and record"),
-        413: OpenApiResponse(description="The files are larger than IMPORT_MAX_UPLOAD_MB"),
+        400: OpenApiResponse(
+            ErrorSerializer, description="Nothing imported: what is wrong, naming file and record"
+        ),
+        413: OpenApiResponse(ErrorSerializer, description="The files are larger than IMPORT_MAX_UPLOAD_MB"),
     },
 )
 @api_view(["POST"])
@@ -61,7 +64,8 @@ class LabelImportResult(serializers.Serializer):
 def import_labels(request: Request, slug: str) -> Response:
     project = access_project(request.user, slug, roles=MANAGE_ROLES)
     if project.archived_at is not None:
-        return Response({"detail": "This project is archived: it takes no new labels."}, status=400)
+        message = "This project is archived: it takes no new labels."
+        return error_response(message, status=status.HTTP_400_BAD_REQUEST, errors=[message])
     data = {
         "files": request.FILES.getlist("files"),
         "ignore_unknown_modes": request.data.get("ignore_unknown_modes", False),
@@ -74,7 +78,7 @@ def import_labels(request: Request, slug: str) -> Response:
     files = body.validated_data["files"]
     size = sum(upload.size or 0 for upload in files)
     if size > max_upload_bytes():
-        return Response({"detail": upload_too_large_message(size)}, status=413)
+        return error_response(upload_too_large_message(size), status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     try:
         rater_map = parse_rater_map(body.validated_data["map_rater"])
         with tempfile.TemporaryDirectory(prefix="labels-") as folder:
@@ -101,15 +105,7 @@ def import_labels(request: Request, slug: str) -> Response:
                 rater_map=rater_map,
             )
     except (LabelImportError, TraceFormatError) as error:
-        return Response({"detail": f"Nothing imported: {error}"}, status=status.HTTP_400_BAD_REQUEST)
-    payload = {
-        "created": result.created,
-        "unchanged": result.unchanged,
-        "labels": result.labels,
-        "empty": result.empty,
-        "users_created": result.users_created,
-        "ignored_modes": dict(result.ignored_modes),
-        "missing_votes": dict(result.missing_votes),
-        "attribution_conflicts": result.attribution_conflicts,
-    }
-    return Response(LabelImportResult(payload).data, status=status.HTTP_201_CREATED)
+        return error_response(
+            f"Nothing imported: {error}", status=status.HTTP_400_BAD_REQUEST, errors=[str(error)]
+        )
+    return Response(LabelImportResult(result).data, status=status.HTTP_201_CREATED)

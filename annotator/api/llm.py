@@ -239,10 +239,13 @@ class LLMSettings(APIView):
         # The page's form validates (base URL rule, allowed key variables, ranges): one rule set for both.
         form = LLMConfigForm({**current, **body.validated_data}, instance=config)
         if not form.is_valid():
-            errors = {field: [str(e) for e in errs] for field, errs in form.errors.items()}
-            first = next(iter(errors.items()))
-            return Response(
-                {"detail": f"{first[0]}: {first[1][0]}", "errors": errors}, status=status.HTTP_400_BAD_REQUEST
+            fields = {name: [str(message) for message in messages] for name, messages in form.errors.items()}
+            errors = [f"{name}: {message}" for name, messages in fields.items() for message in messages]
+            return error_response(
+                f"The request is not valid: {errors[0]}",
+                status=status.HTTP_400_BAD_REQUEST,
+                errors=errors,
+                fields=fields,
             )
         forgot = do_save_config(form.save(commit=False), actor=request.user)
         return Response(_settings_body(get_config(project), forgot=forgot))
@@ -261,10 +264,12 @@ class LLMKey(APIView):
         try:
             do_store_key(project, body.validated_data["api_key"], actor=request.user)
         except LLMSettingsError as error:
-            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+            return error_response(str(error), status=status.HTTP_400_BAD_REQUEST, errors=[str(error)])
         return Response(_settings_body(get_config(project)))
 
-    @extend_schema(summary="Remove the stored API key (owners only)", request=None, responses=LLMSettingsOut)
+    @extend_schema(
+        summary="Remove the stored API key (owners only)", request=None, responses={200: LLMSettingsOut}
+    )
     def delete(self, request: Request, slug: str) -> Response:
         project = access_project(request.user, slug, roles=MANAGE_ROLES)
         do_forget_key(project, actor=request.user)
@@ -292,7 +297,7 @@ class LLMPrompt(APIView):
                 project, body.validated_data["instructions"], actor=request.user
             )
         except LLMSettingsError as error:
-            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+            return error_response(str(error), status=status.HTTP_400_BAD_REQUEST, errors=[str(error)])
         return Response(
             PromptSerializer(
                 {"number": template.number, "instructions": template.instructions, "created": created}
@@ -398,12 +403,11 @@ class LLMRunPreview(APIView):
                 check_url=False,
             )
         except LLMRunError as error:
-            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+            return error_response(str(error), status=status.HTTP_400_BAD_REQUEST, errors=[str(error)])
         trace = Trace.objects.filter(batch=batch).order_by("id").first()
         if trace is None:
-            return Response(
-                {"detail": f"Batch {batch.name!r} has no traces"}, status=status.HTTP_400_BAD_REQUEST
-            )
+            message = f"Batch {batch.name!r} has no traces"
+            return error_response(message, status=status.HTTP_400_BAD_REQUEST, errors=[message])
         template = current_prompt(project)
         messages = messages_for(project, trace, template=template, budget=config.max_trace_chars)
         preview = {
@@ -428,12 +432,11 @@ class LLMRunStop(APIView):
             LLMRun.objects.select_related("batch", "prompt", "rater"), project=project, pk=run_id
         )
         if not do_stop_run(run):
-            return Response(
-                {"detail": f"Run {run.pk} is {run.status_label}: nothing to stop"},
-                status=status.HTTP_409_CONFLICT,
+            return error_response(
+                f"Run {run.pk} is {run.status_label}: nothing to stop", status=status.HTTP_409_CONFLICT
             )
         run.refresh_from_db()
-        return Response(run_progress(run, hide=project.access.blind_trace_ids()))
+        return Response(RunStatus(run_progress(run, hide=project.access.blind_trace_ids())).data)
 
 
 class LLMAgreement(APIView):

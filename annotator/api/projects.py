@@ -7,6 +7,7 @@ from rest_framework import serializers, viewsets
 
 from annotator.access import roles_in
 from annotator.api import admin
+from annotator.api.errors import ErrorSerializer
 from annotator.models import Project
 
 
@@ -57,8 +58,8 @@ class ProjectViewSet(viewsets.ReadOnlyModelViewSet):
         request=admin.NewProjectSerializer,
         responses={
             201: admin.CreatedProjectSerializer,
-            400: OpenApiResponse(description="What is wrong with the request ({detail})"),
-            403: OpenApiResponse(description="You may not create projects"),
+            400: admin._ERROR,
+            403: OpenApiResponse(ErrorSerializer, description="You may not create projects"),
         },
     )
     def create(self, request, *args, **kwargs):

@@ -112,9 +112,14 @@ def test_an_owner_adds_invites_changes_roles_and_deactivates(project, owner, ann
     mine = Membership.objects.get(project=project, user=owner)
     refused = client.delete(url(project, f"members/{mine.pk}/"))
     assert refused.status_code == 400 and "at least one owner" in refused.json()["detail"]
+    assert refused.json()["errors"] == [refused.json()["detail"]]
     bad = client.post(url(project, "members/"), {"username": "nobody", "role": "viewer"}, format="json")
     assert bad.status_code == 400 and "nobody" in bad.json()["detail"]
-    assert client.post(url(project, "members/"), {"role": "viewer"}, format="json").status_code == 400
+    nameless = client.post(url(project, "members/"), {"role": "viewer"}, format="json")
+    assert nameless.status_code == 400 and "non_field_errors" in nameless.json()["fields"]
+    assert client.patch(url(project, f"members/{mine.pk}/"), {"role": "boss"}, format="json").json()[
+        "fields"
+    ] == {"role": ['"boss" is not a valid choice.']}
 
 
 def test_settings_archive_and_batches(project, owner):
@@ -126,7 +131,8 @@ def test_settings_archive_and_batches(project, owner):
         3,
         "Be brief.",
     )
-    assert client.patch(url(project, "settings/"), {"overlap": 0}, format="json").status_code == 400
+    refused = client.patch(url(project, "settings/"), {"overlap": 0}, format="json")
+    assert refused.status_code == 400 and set(refused.json()["fields"]) == {"overlap"}
 
     mine = BatchFactory(name="mine", imported_by=owner)
     trace_with_steps(2, batch=mine)

@@ -8,14 +8,16 @@ fails when a new endpoint appears without a call here.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from annotator.models import Assignment, LLMRun, LLMTraceResult, Project, PromptTemplate
+from annotator.models import Assignment, LLMRun, LLMTraceResult, Membership, Project, PromptTemplate
 from annotator.services.adjudication import do_check_trace
 from tests.api import openapi
-from tests.factories import PASSWORD, UserFactory, api_token
+from tests.factories import PASSWORD, BatchFactory, UserFactory, api_token
 from tests.labels import project_trace, submit
 from traces.importers.synthetic import native_lines, synthetic_traces
 
@@ -26,6 +28,7 @@ def _small_jobs(settings, tmp_path):
     settings.UPLOAD_DIR = tmp_path / "uploads"
     settings.AGREEMENT_BOOTSTRAP = 20
     settings.AGREEMENT_PAIR_BOOTSTRAP = 10
+    settings.LLM_ALLOWED_BASE_URLS = ["http://127.0.0.1:11434/v1"]  # the default base URL, a local Ollama
 
 
 def auth_header(user) -> str:
@@ -72,6 +75,11 @@ def world(project, owner, annotator_a, annotator_b, adjudicator):
         "run": run,
         "batch": disputed.batch.name,
     }
+
+
+def _labels(*records) -> SimpleUploadedFile:
+    body = "".join(json.dumps(record) + "\n" for record in records)
+    return SimpleUploadedFile("labels.jsonl", body.encode(), content_type="application/jsonl")
 
 
 def _upload() -> SimpleUploadedFile:
@@ -188,6 +196,57 @@ def test_every_operation_answers_its_documented_shapes(
     expect(o, "post", f"{api}/exports/", 400, {"license": "wtfpl"})
     expect(a, "post", f"{api}/exports/", 403, {})
 
+    # Project administration: create (staff), settings, batches, members, archive (owners and staff).
+    staff = _as(UserFactory(username="stacy-staff", is_staff=True))
+    created = {"slug": "contract-new", "name": "New", "taxonomy": "mast", "overlap": 1}
+    expect(staff, "post", "/api/projects/", 201, created)
+    expect(staff, "post", "/api/projects/", 400, {**created, "taxonomy": "nope"})
+    expect(o, "post", "/api/projects/", 403, {**created, "slug": "contract-other"})
+    expect(o, "get", f"{api}/settings/", 200)
+    expect(o, "patch", f"{api}/settings/", 200, {"guidelines": "Be brief."})
+    expect(o, "patch", f"{api}/settings/", 400, {"overlap": 0})
+    expect(a, "get", f"{api}/settings/", 403)
+    BatchFactory(name="contract-extra", imported_by=owner)
+    expect(o, "get", f"{api}/batches/", 200)
+    expect(o, "post", f"{api}/batches/", 201, {"batch": "contract-extra"})
+    expect(o, "post", f"{api}/batches/", 404, {"batch": "missing"})
+    UserFactory(username="carl-contract")
+    members = expect(o, "get", f"{api}/members/", 200).json()
+    added = expect(o, "post", f"{api}/members/", 201, {"username": "carl-contract", "role": "viewer"}).json()
+    expect(o, "post", f"{api}/members/", 400, {"username": "nobody", "role": "viewer"})
+    expect(o, "post", f"{api}/members/", 400, {"role": "viewer"})
+    carl = added["member"]["id"]
+    expect(o, "patch", f"{api}/members/{carl}/", 400, {"role": "boss"})
+    expect(o, "patch", f"{api}/members/{carl}/", 200, {"role": "adjudicator"})  # a new membership
+    moved = Membership.objects.get(project__slug=w["slug"], user__username="carl-contract", active=True)
+    expect(o, "delete", f"{api}/members/{moved.pk}/", 200)
+    mine = next(row["id"] for row in members if row["username"] == owner.username)
+    expect(o, "delete", f"{api}/members/{mine}/", 400)
+
+    # Labels from files (owners): all or nothing.
+    good = _labels({"trace": fresh.external_id, "annotator": "r1", "no_failure": True})
+    expect(o, "post", f"{api}/label-imports/", 201, {"files": [good]}, format="multipart")
+    bad = _labels({"trace": "no-such-trace", "annotator": "r1", "no_failure": True})
+    expect(o, "post", f"{api}/label-imports/", 400, {"files": [bad]}, format="multipart")
+
+    # LLM settings, key, prompt, dry run, stop (owners).
+    expect(o, "get", f"{api}/llm-settings/", 200)
+    expect(o, "patch", f"{api}/llm-settings/", 200, {"model": "contract-model", "temperature": 0.5})
+    expect(o, "patch", f"{api}/llm-settings/", 400, {"base_url": "http://169.254.169.254/v1"})
+    expect(o, "post", f"{api}/llm-settings/key/", 200, {"api_key": "sk-contract-1234"})
+    expect(o, "post", f"{api}/llm-settings/key/", 400, {"api_key": "two words"})
+    expect(o, "delete", f"{api}/llm-settings/key/", 200)
+    expect(o, "get", f"{api}/llm-settings/prompt/", 200)
+    expect(o, "put", f"{api}/llm-settings/prompt/", 200, {"instructions": "Label tersely."})
+    expect(o, "post", f"{api}/llm-runs/preview/", 200, {"batch": w["batch"]})
+    expect(o, "post", f"{api}/llm-runs/preview/", 400, {"batch": "missing"})
+    expect(o, "post", f"{api}/llm-runs/{run.pk}/stop/", 409)
+    expect(a, "get", f"{api}/llm-settings/", 403)
+
+    # The rounds' agreement trend (owners, adjudicators, viewers).
+    expect(j, "get", f"{api}/rounds/trend/", 200)
+    expect(a, "get", f"{api}/rounds/trend/", 403)
+
     # Taxonomy migrations (owners; last, since applying moves the project to a new taxonomy version).
     changes = {"changes": [{"op": "rename", "code": "FM-1.1", "new_code": "FM-1.1r"}]}
     expect(o, "get", f"{api}/taxonomy-migrations/", 200)
@@ -206,6 +265,10 @@ def test_every_operation_answers_its_documented_shapes(
     )
     expect(o, "post", f"{api}/taxonomy-migrations/{preview['id']}/apply/", 200, {"mapping": confirmed})
     expect(a, "get", f"{api}/taxonomy-migrations/", 403)
+
+    # Archive and restore (last: an archived project takes no new work).
+    expect(o, "post", f"{api}/archive/", 200, {"archived": True})
+    expect(o, "post", f"{api}/archive/", 200, {"archived": False})
 
     missing = openapi.operations() - openapi.COVERED
     assert not missing, f"operations no test answered: {sorted(missing)}"

@@ -31,7 +31,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from annotator.models import Project
+from annotator.models import Membership, Project
 from annotator.services.evolution import do_preview_migration
 from tests.api import openapi
 from tests.api.test_contract import auth_header, world  # noqa: F401 (the fixture)
@@ -88,6 +88,9 @@ def _ids(world) -> dict[str, object]:  # noqa: F811
         "item_id": world["item"].pk,
         "assignment_id": world["slot"].pk,
         "run_id": world["run"].pk,
+        "membership_id": Membership.objects.get(
+            project__slug=world["slug"], user__username="ben-annotator", role="annotator"
+        ).pk,
         "job_id": 1,
         "export_id": 1,
         # A previewed taxonomy migration: a generated mapping never names every mode, so it is never applied.

@@ -62,9 +62,9 @@ def test_unsafe_base_urls_and_unlisted_key_variables_are_refused(
         {"base_url": "http://169.254.169.254/v1"},
         content_type="application/json",
     )
-    assert local.status_code == 400 and "base_url" in local.json()["errors"]
+    assert local.status_code == 400 and "base_url" in local.json()["fields"]
     env = client.patch(u(project, "llm-settings/"), {"api_key_env": "HOME"}, content_type="application/json")
-    assert env.status_code == 400 and "api_key_env" in env.json()["errors"]
+    assert env.status_code == 400 and "api_key_env" in env.json()["fields"]
     allowed = client.patch(
         u(project, "llm-settings/"), {"api_key_env": "OPENAI_API_KEY"}, content_type="application/json"
     )
