@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-import numpy as np
+import orjson
 
 MB = 1024 * 1024
 
@@ -134,6 +134,8 @@ class JsonScanner:
 
     def _fast(self, data: bytes) -> bool:
         """Whole-piece check with C-speed operations; False when some limit is broken in it."""
+        import numpy as np  # here, not at the top: only a large document needs it, and it is slow to load
+
         limits = self.limits
         if self.escape_pending:
             data = data[1:]
@@ -212,8 +214,9 @@ def check_json_bytes(data: bytes | str, limits: Limits | None = None) -> None:
     JsonScanner(bounds).check(data)
 
 
-def check_record(raw: Any, extra_bytes: int = 0, limits: Limits | None = None) -> None:
-    """The last gate before a record becomes rows: its JSON must fit in a row.
+def check_record(raw: Any, extra_bytes: int = 0, limits: Limits | None = None) -> bytes:
+    """The last gate before a record becomes rows: its JSON must fit in a row. Returns that JSON (UTF-8),
+    which the import stores as is, so the record is serialised once.
 
     Depth was checked on the bytes as they were parsed (and JSON found inside fields by ``json_loads``);
     dataset rows have the depth their schema gives them. Serialising here also proves the record can be
@@ -221,12 +224,28 @@ def check_record(raw: Any, extra_bytes: int = 0, limits: Limits | None = None) -
     """
     limits = limits or _limits
     try:
-        text = json.dumps(raw, ensure_ascii=False, default=str)
+        text = dump_json(raw)
     except RecursionError:
         raise too_deep(limits) from None
     size = len(text) + extra_bytes
     if size > limits.max_record_bytes:
         raise record_too_large(size, limits)
+    return text
+
+
+_ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS
+
+
+def dump_json(value: Any) -> bytes:
+    """``value`` as compact JSON (UTF-8 bytes) for storage: orjson, several times faster than ``json``.
+    What orjson refuses (an integer beyond 64 bits, nesting beyond its own limit) goes through ``json``,
+    which writes the same JSON data; values that are not JSON become their text, as ``default=str`` did."""
+    try:
+        return orjson.dumps(value, default=str, option=_ORJSON_OPTIONS)
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":")).encode(
+            "utf-8", "surrogatepass"
+        )
 
 
 def json_loads(text: str | bytes, **kwargs: Any) -> Any:
