@@ -25,8 +25,10 @@ from traces.importers import limits
 from traces.importers.records import STEP_KINDS, AnnotationRecord, TraceFormatError, TraceRecord
 from traces.models import Batch, Step, Trace
 
-TRACES_PER_CHUNK = 500
-STEPS_PER_CHUNK = 50_000
+# Records wait in memory until their chunk is written: these bound an import's memory, whatever the file's
+# size (a chunk is four statements, so smaller chunks cost little).
+TRACES_PER_CHUNK = 200
+STEPS_PER_CHUNK = 20_000
 STEP_COLUMNS = ("trace_id", *Step.DATA_FIELDS)
 
 ProgressCallback = Callable[[int, int], None]  # (bytes read so far, records so far)
@@ -363,6 +365,8 @@ def _import_one(
                 file_result.duplicates += 1
                 continue
             seen.add(digest)
+            if record.raw_json is not None and connection.vendor == "postgresql":
+                record.raw = None  # stored from its JSON text: the parsed copy need not wait in memory
             pending.items.append((record, digest, steps, file_result))
             pending.steps += len(steps)
             if len(pending.items) >= TRACES_PER_CHUNK or pending.steps >= STEPS_PER_CHUNK:
@@ -519,10 +523,10 @@ def _copy_traces(batch_id: int, rows: list[dict], raw_json: list[bytes | None]) 
         ids = [row[0] for row in cursor.fetchall()]
         lines = []
         for trace_id, row, raw in zip(ids, rows, raw_json, strict=True):
-            if row["raw"] is None:
-                raw_text = _NULL
-            elif raw is not None:
+            if raw is not None:
                 raw_text = _esc(raw.decode("utf-8", "surrogatepass"))
+            elif row["raw"] is None:
+                raw_text = _NULL
             else:
                 raw_text = _json_text(row["raw"])
             score = row["score"]

@@ -190,7 +190,7 @@ def loads(data: bytes | str, filename: str, *, record: int | None = None, line: 
     """
     try:
         limits.check_json_bytes(data)
-        return json.loads(data, parse_constant=_no_nan)
+        return limits.fast_loads(data, parse_constant=_no_nan)
     except (limits.LimitExceeded, RecursionError) as exc:
         message = (
             str(exc) if isinstance(exc, limits.LimitExceeded) else str(limits.too_deep(limits.current()))

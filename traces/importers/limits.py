@@ -254,6 +254,26 @@ def json_loads(text: str | bytes, **kwargs: Any) -> Any:
     ``RecursionError``."""
     check_json_bytes(text)
     try:
-        return json.loads(text, **kwargs)
+        return fast_loads(text, **kwargs)
     except RecursionError:
         raise too_deep(_limits) from None
+
+
+def fast_loads(text: str | bytes, **kwargs: Any) -> Any:
+    """``json.loads(text, **kwargs)``, through orjson (several times faster) whenever it gives the same
+    value: orjson refuses what only ``json`` accepts (NaN and Infinity, integers beyond 64 bits, lone
+    surrogates, UTF-16, a BOM) and malformed JSON, and all of those go to ``json``, which decides (and
+    words the error) as before. Keyword arguments (parse_constant) only matter for NaN and Infinity."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    # orjson turns an integer beyond 64 bits into a float (json keeps it exact): 19 digits in a row send
+    # the text to json. The digit test runs on a translated copy (C speed, no regex backtracking).
+    if _LONG_DIGITS not in data.translate(_DIGITS):
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text, **kwargs)
+
+
+_DIGITS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))  # each digit -> "0", anything else -> " "
+_LONG_DIGITS = b"0" * 19
