@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -203,35 +204,42 @@ def do_import_files(
             seen: set[str] = set()
             # Shared by the files: a folder of one-trace files (SWE-agent, Who&When) goes in by the
             # chunk, not one round of queries and COPYs per file.
-            pending = _Pending()
+            pending = _Pending(writer=_CopyWriter())
             failed = False  # a file had an error: the others are only checked, to report all errors at once
-            for path, name in files:
-                file_result = FileResult(name=name)
-                result.files.append(file_result)
+            try:
+                for path, name in files:
+                    file_result = FileResult(name=name)
+                    result.files.append(file_result)
+                    if failed:
+                        _validate_only(path, name, fmt, file_result, source_options)
+                        continue
+                    try:
+                        _import_one(
+                            path,
+                            name,
+                            fmt,
+                            target,
+                            seen,
+                            pending,
+                            file_result,
+                            result,
+                            total_before,
+                            progress,
+                            source_options,
+                        )
+                    except TraceFormatError as error:
+                        file_result.error = str(error)
+                        failed = True
+                    total_before += _size(path)
                 if failed:
-                    _validate_only(path, name, fmt, file_result, source_options)
-                    continue
-                try:
-                    _import_one(
-                        path,
-                        name,
-                        fmt,
-                        target,
-                        seen,
-                        pending,
-                        file_result,
-                        result,
-                        total_before,
-                        progress,
-                        source_options,
-                    )
-                except TraceFormatError as error:
-                    file_result.error = str(error)
-                    failed = True
-                total_before += _size(path)
-            if failed:
-                raise ImportFailed(result)
-            _flush(pending, target, result)
+                    raise ImportFailed(result)
+                _flush(pending, target, result)
+            except BaseException:
+                # The import is failing and rolls back: the chunk in flight must finish with the
+                # connection first (its own error, if any, is moot).
+                pending.writer.wait(quiet=True)
+                raise
+            pending.writer.wait()
             # The existing batch when there was one; a new one exists only if a trace was added.
             batch = result.batch = target.batch
             if batch is None or not result.traces:
@@ -402,16 +410,60 @@ def _check_record(record: TraceRecord, name: str) -> None:
 
 @dataclass
 class _Pending:
-    """Records parsed and not yet written: (record, digest, its step values, its file's result)."""
+    """Records parsed and not yet written: (record, digest, its step values, its file's result), and the
+    writer still sending the chunk before them."""
 
+    writer: _CopyWriter
     items: list[tuple[TraceRecord, str, list[tuple], FileResult]] = field(default_factory=list)
     steps: int = 0
+
+
+class _CopyWriter:
+    """Sends a chunk's COPY data in a thread while the main thread parses the next chunk, so PostgreSQL
+    stores one chunk while Python reads the next (the two cores of a small server both work). The thread
+    uses the import's own connection, hence its transaction: all or nothing holds. Only one chunk is in
+    flight, and the main thread waits for it before its next statement (``wait``), which also raises any
+    error the COPY met, so a failure still rolls the whole import back."""
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def submit(self, traces: bytes, steps: list[bytes]) -> None:
+        self.wait()
+        raw = connection.connection  # the psycopg connection under Django's, in this transaction
+
+        def send() -> None:
+            try:
+                with raw.cursor() as cursor:
+                    with cursor.copy(_TRACE_COPY_SQL) as copy:
+                        copy.write(traces)
+                    if steps:
+                        with cursor.copy(_STEP_COPY_SQL) as copy:
+                            for piece in steps:
+                                copy.write(piece)
+            except BaseException as error:  # handed to the main thread by wait()
+                self._error = error
+
+        self._thread = threading.Thread(target=send, name="import-copy", daemon=True)
+        self._thread.start()
+
+    def wait(self, *, quiet: bool = False) -> None:
+        """Block until the chunk in flight is stored; raise its error (unless `quiet`: the import is
+        failing anyway and rolls back)."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        error, self._error = self._error, None
+        if error is not None and not quiet:
+            raise error
 
 
 def _flush(pending: _Pending, target: _Target, result: ImportResult) -> None:
     chunk, pending.items, pending.steps = pending.items, [], 0
     if not chunk:
         return
+    pending.writer.wait()  # the connection is the writer's until its chunk is stored
     existing = target.duplicates_of([d for _, d, _, _ in chunk])
     fresh = [item for item in chunk if item[1] not in existing]
     for record, digest, _, file_result in chunk:
@@ -429,8 +481,11 @@ def _flush(pending: _Pending, target: _Target, result: ImportResult) -> None:
     batch = target.get()
     rows = [_trace_values(record, digest, len(steps), file.format) for record, digest, steps, file in fresh]
     if connection.vendor == "postgresql":
-        trace_ids = _copy_traces(batch.pk, rows, [record.raw_json for record, _, _, _ in fresh])
-        _copy_steps(trace_ids, [steps for _, _, steps, _ in fresh])
+        trace_ids = _next_trace_ids(len(rows))
+        pending.writer.submit(
+            _trace_copy_data(batch.pk, trace_ids, rows, [record.raw_json for record, _, _, _ in fresh]),
+            list(_step_copy_data(trace_ids, [steps for _, _, steps, _ in fresh])),
+        )
     else:
         trace_ids = [t.pk for t in Trace.objects.bulk_create([Trace(batch=batch, **row) for row in rows])]
         Step.objects.bulk_create(
@@ -487,7 +542,7 @@ def _esc(text: str) -> str:
 
 
 _NULL = "\\N"
-TRACE_COPY_COLUMNS = (
+_TRACE_COPY_COLUMNS = (
     "id",
     "batch_id",
     "created_at",
@@ -507,106 +562,108 @@ TRACE_COPY_COLUMNS = (
 )
 
 
+_TRACE_COPY_SQL = f"COPY traces_trace ({', '.join(_TRACE_COPY_COLUMNS)}) FROM STDIN"
+_STEP_COPY_SQL = "COPY traces_step ({}) FROM STDIN".format(", ".join(f'"{c}"' for c in STEP_COLUMNS))
+
+
 def _json_text(value) -> str:
     return _esc(limits.dump_json(value).decode("utf-8", "surrogatepass"))
 
 
-def _copy_traces(batch_id: int, rows: list[dict], raw_json: list[bytes | None]) -> list[int]:
-    """COPY the trace rows with ids drawn from the sequence; returns the ids. The raw record goes in as
-    the JSON text the size check made of it (importers.guarded), not serialised a second time."""
-    now = timezone.now().isoformat()
+def _next_trace_ids(count: int) -> list[int]:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT nextval(pg_get_serial_sequence('traces_trace', 'id')) FROM generate_series(1, %s)",
-            [len(rows)],
+            [count],
         )
-        ids = [row[0] for row in cursor.fetchall()]
-        lines = []
-        for trace_id, row, raw in zip(ids, rows, raw_json, strict=True):
-            if raw is not None:
-                raw_text = _esc(raw.decode("utf-8", "surrogatepass"))
-            elif row["raw"] is None:
-                raw_text = _NULL
-            else:
-                raw_text = _json_text(row["raw"])
-            score = row["score"]
-            fields = (
-                str(trace_id),
-                str(batch_id),
-                now,
-                _esc(row["external_id"]),
-                row["content_hash"],
-                _esc(row["task"]),
-                _esc(row["system"]),
-                _esc(row["model"]),
-                _esc(row["benchmark"]),
-                row["outcome"],
-                _NULL if score is None else repr(float(score)),
-                _json_text(row["metadata"]),
-                _json_text(row["answer_key"]),
-                raw_text,
-                row["source_format"],
-                str(row["step_count"]),
-            )
-            lines.append("\t".join(fields))
-        columns = ", ".join(f'"{c}"' for c in TRACE_COPY_COLUMNS)
-        with cursor.copy(f"COPY traces_trace ({columns}) FROM STDIN") as copy:
-            copy.write(_copy_bytes(lines))
-    return ids
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _trace_copy_data(batch_id: int, ids: list[int], rows: list[dict], raw_json: list[bytes | None]) -> bytes:
+    """The COPY text of the trace rows. The raw record goes in as the JSON text the size check made of it
+    (importers.guarded), not serialised a second time."""
+    now = timezone.now().isoformat()
+    lines = []
+    for trace_id, row, raw in zip(ids, rows, raw_json, strict=True):
+        if raw is not None:
+            raw_text = _esc(raw.decode("utf-8", "surrogatepass"))
+        elif row["raw"] is None:
+            raw_text = _NULL
+        else:
+            raw_text = _json_text(row["raw"])
+        score = row["score"]
+        fields = (
+            str(trace_id),
+            str(batch_id),
+            now,
+            _esc(row["external_id"]),
+            row["content_hash"],
+            _esc(row["task"]),
+            _esc(row["system"]),
+            _esc(row["model"]),
+            _esc(row["benchmark"]),
+            row["outcome"],
+            _NULL if score is None else repr(float(score)),
+            _json_text(row["metadata"]),
+            _json_text(row["answer_key"]),
+            raw_text,
+            row["source_format"],
+            str(row["step_count"]),
+        )
+        lines.append("\t".join(fields))
+    return _copy_bytes(lines)
 
 
 def _copy_bytes(lines: list[str]) -> bytes:
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
-def _copy_steps(trace_ids: list[int], steps_of: list[list[tuple]]) -> None:
-    """COPY the step rows of these traces, as ready text lines (see _COPY_ESCAPES)."""
+def _step_copy_data(trace_ids: list[int], steps_of: list[list[tuple]]) -> Iterator[bytes]:
+    """The COPY text of the step rows of these traces, in pieces of a few thousand rows."""
     null = _NULL
-    columns = ", ".join(f'"{c}"' for c in STEP_COLUMNS)
-    with connection.cursor() as cursor, cursor.copy(f"COPY traces_step ({columns}) FROM STDIN") as copy:
-        lines: list[str] = []
-        for trace_id, steps in zip(trace_ids, steps_of, strict=True):
-            tid = str(trace_id)
-            for (
-                index,
-                parent,
-                depth,
-                agent,
-                role,
-                kind,
-                content,
-                tool_name,
-                args,
-                call_id,
-                ts,
-                tokens,
-                ms,
-            ) in steps:
-                lines.append(
-                    "\t".join(
-                        (
-                            tid,
-                            str(index),
-                            null if parent is None else str(parent),
-                            str(depth),
-                            _esc(agent),
-                            _esc(role),
-                            kind,
-                            _esc(content),
-                            _esc(tool_name),
-                            null if args is None else _json_text(args),
-                            _esc(call_id),
-                            _esc(ts),
-                            null if tokens is None else str(tokens),
-                            null if ms is None else str(ms),
-                        )
+    lines: list[str] = []
+    for trace_id, steps in zip(trace_ids, steps_of, strict=True):
+        tid = str(trace_id)
+        for (
+            index,
+            parent,
+            depth,
+            agent,
+            role,
+            kind,
+            content,
+            tool_name,
+            args,
+            call_id,
+            ts,
+            tokens,
+            ms,
+        ) in steps:
+            lines.append(
+                "\t".join(
+                    (
+                        tid,
+                        str(index),
+                        null if parent is None else str(parent),
+                        str(depth),
+                        _esc(agent),
+                        _esc(role),
+                        kind,
+                        _esc(content),
+                        _esc(tool_name),
+                        null if args is None else _json_text(args),
+                        _esc(call_id),
+                        _esc(ts),
+                        null if tokens is None else str(tokens),
+                        null if ms is None else str(ms),
                     )
                 )
-            if len(lines) >= 5_000:
-                copy.write(_copy_bytes(lines))
-                lines = []
-        if lines:
-            copy.write(_copy_bytes(lines))
+            )
+        if len(lines) >= 5_000:
+            yield _copy_bytes(lines)
+            lines = []
+    if lines:
+        yield _copy_bytes(lines)
 
 
 def _step_values(record: TraceRecord) -> Iterator[tuple]:

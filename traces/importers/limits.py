@@ -233,7 +233,8 @@ def check_record(raw: Any, extra_bytes: int = 0, limits: Limits | None = None) -
     return text
 
 
-_ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS
+# Dates and dataclasses go to default=str, as json wrote them (orjson has its own forms for them).
+_ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 
 
 def dump_json(value: Any) -> bytes:
