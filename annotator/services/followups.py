@@ -18,6 +18,7 @@ from collections.abc import Iterable
 
 from annotator.services.adjudication import do_check_traces
 from annotator.services.enqueue import enqueue
+from annotator.services.reports import schedule_report_refresh
 
 log = logging.getLogger(__name__)
 
@@ -42,10 +43,6 @@ def after_annotations_changed(project_id: int, trace_ids: Iterable[int]) -> None
             )
         except Exception:  # eager: the inline check itself failed; the reconciliation checks again
             log.exception("adjudication check of %d traces in project %s failed", len(chunk), project_id)
-    # Imported here: the report code loads numpy, and every command and request that imports labels
-    # (import_traces, import_annotations) would pay for it at start-up, even when no label changes.
-    from annotator.services.reports import schedule_report_refresh
-
     try:
         schedule_report_refresh(project_id)
     except Exception:
