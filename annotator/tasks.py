@@ -1,7 +1,9 @@
 """Thin Celery wrappers: take ids, call a service. Idempotent, so a retried or duplicated task is harmless.
 
 Tasks import services; services never import this module (they send tasks by name through
-annotator.services.enqueue). Every task here is registered when Django starts (AnnotatorConfig.ready).
+annotator.services.enqueue). Every task here is registered when Django starts (AnnotatorConfig.ready);
+each imports its service when it runs, so that registering them does not load the export, report and LLM
+code (and pyarrow) into every management command and web process at start-up.
 """
 
 from __future__ import annotations
@@ -11,13 +13,6 @@ import logging
 from celery import shared_task
 from django.conf import settings
 from django.db import OperationalError
-
-from annotator.services.adjudication import do_check_traces
-from annotator.services.exports import do_run_export
-from annotator.services.imports import do_run_import_job
-from annotator.services.jobs import do_reconcile
-from annotator.services.llm_runs import do_process_run
-from annotator.services.reports import do_compute_report, do_refresh_reports
 
 log = logging.getLogger(__name__)
 
@@ -33,17 +28,23 @@ RETRY_ON_DATABASE_OUTAGE = {
 
 @shared_task(name="annotator.run_import_job", acks_late=True)
 def run_import_job(job_id: int) -> str:
+    from annotator.services.imports import do_run_import_job
+
     return do_run_import_job(job_id).status
 
 
 @shared_task(name="annotator.agreement.compute_report", **RETRY_ON_DATABASE_OUTAGE)
 def compute_agreement_report(report_id: int) -> str:
+    from annotator.services.reports import do_compute_report
+
     return do_compute_report(report_id).status
 
 
 @shared_task(name="annotator.agreement.refresh_reports", **RETRY_ON_DATABASE_OUTAGE)
 def refresh_agreement_reports(project_id: int) -> str:
     """The debounced recompute scheduled by services.reports.schedule_report_refresh."""
+    from annotator.services.reports import do_refresh_reports
+
     report = do_refresh_reports(project_id)
     return report.status if report else "no-project"
 
@@ -51,6 +52,8 @@ def refresh_agreement_reports(project_id: int) -> str:
 @shared_task(name="annotator.adjudication.check_traces", **RETRY_ON_DATABASE_OUTAGE)
 def check_traces_for_adjudication(project_id: int, trace_ids: list[int]) -> int:
     """Compare the submitted annotations of these traces: agreed -> gold, disagreement -> queue."""
+    from annotator.services.adjudication import do_check_traces
+
     return do_check_traces(project_id, trace_ids)
 
 
@@ -63,6 +66,8 @@ def run_llm_job(run_id: int) -> str:
     that finds the run held by another worker looks again a minute later, so a run whose worker died
     resumes once that worker's lock expires.
     """
+    from annotator.services.llm_runs import do_process_run
+
     result = do_process_run(run_id, budget_seconds=settings.LLM_TASK_SECONDS)
     if result.more:
         run_llm_job.delay(run_id)
@@ -75,6 +80,8 @@ def run_llm_job(run_id: int) -> str:
 def run_export_job(export_id: int) -> str:
     """Build (and push) one export. Only the export id travels: a typed Hub token waits in the cache and is
     read once inside the service, so it is never in the task message or a worker's log."""
+    from annotator.services.exports import do_run_export
+
     return do_run_export(export_id).status
 
 
@@ -83,6 +90,8 @@ def reconcile_jobs() -> dict:
     """Run by Celery beat every JOB_RECONCILE_SECONDS: re-send, resume or fail jobs; re-check traces.
 
     Not retried: the next beat is the retry, so an unreachable database is a warning, not a traceback."""
+    from annotator.services.jobs import do_reconcile
+
     try:
         return do_reconcile().as_dict()
     except OperationalError as error:

@@ -8,8 +8,11 @@ hashing, de-duplication and insertion, as a user runs it), and reads that proces
 
 The baseline is the physical limit: the trace and step rows that the import stored are written once to TSV
 files (``COPY ... TO``), then the bench times ``COPY ... FROM STDIN`` of those ready files into two unindexed
-tables of the same shape. Medians of --runs. Also timed: the command's fixed start-up cost (``--help``), and
-peak memory for a file 10x smaller, which must stay flat as the file grows.
+tables of the same shape. Medians of --runs. For the record, not a goal: the same COPY into copies of the
+tables with every index they carry (the trigram indexes of the viewer's search among them), which is the
+part of the gap that is PostgreSQL maintaining indexes. Also timed: the command's fixed start-up cost (a
+one-trace import, system checks and database connection included), and peak memory for a file 10x smaller,
+which must stay flat as the file grows.
 """
 
 from __future__ import annotations
@@ -49,9 +52,9 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace, vendor: str, work: Path) -> None:
-    startup = statistics.median(_command(["import_traces", "--help"])[0] for _ in range(args.runs))
+    startup = _startup(work, args.runs)
     rows, verdicts = [], []
-    copy_time = None
+    copy_time = indexed_copy_time = None
     for fmt in FORMATS:
         source = write_format(fmt, work / fmt, n=args.traces, steps=args.steps, seed=7)
         small = write_format(
@@ -67,6 +70,7 @@ def run(args: argparse.Namespace, vendor: str, work: Path) -> None:
         n_traces, n_steps = _counts()
         if copy_time is None or fmt == "native":
             copy_time = _true_copy(work, args.runs)
+            indexed_copy_time = _true_copy(work, args.runs, indexed=True)
         _clear()
         _, small_peak = _command(["import_traces", str(small), "--batch", f"{fmt}-small"])
         ratio = ours / copy_time
@@ -90,12 +94,22 @@ def run(args: argparse.Namespace, vendor: str, work: Path) -> None:
             "-",
         ),
     )
+    rows.insert(
+        1,
+        (
+            "  (the same COPY into tables with all their indexes: not the goal's baseline)",
+            f"{indexed_copy_time:.2f}",
+            f"{n_steps / indexed_copy_time:,.0f}",
+            f"{indexed_copy_time / copy_time:.1f}x",
+            "-",
+        ),
+    )
     rows.append(
         ("Label Studio 1.23.2 (quoted from issue 14)", "-", "-", f"{LABEL_STUDIO_VS_COPY:.0f}x", "500 MB")
     )
     print(f"Import on {vendor}: {args.traces} traces x {args.steps} steps, medians of {args.runs} runs\n")
     print(table(rows, ("what", "seconds", "steps/s", "vs COPY", "peak memory (max RSS)")))
-    print(f"\ncommand start-up (import_traces --help, median): {startup:.2f} s\n")
+    print(f"\ncommand start-up (import_traces of a one-trace file, median): {startup:.2f} s\n")
     for fmt, ratio, peak, small_peak, n_traces in verdicts:
         assert n_traces == args.traces, f"{fmt}: {n_traces} traces stored, expected {args.traces}"
         goal(f"import {fmt} vs true COPY", f"{ratio:.1f}x", "<= 3x", ratio <= 3)
@@ -107,6 +121,16 @@ def run(args: argparse.Namespace, vendor: str, work: Path) -> None:
             peak <= 1.2 * small_peak,
         )
     goal("management command start-up", f"{startup:.2f} s", "< 0.5 s", startup < 0.5)
+
+
+def _startup(work: Path, runs: int) -> float:
+    """Median seconds of a whole `import_traces` of one trace: start-up, checks and connection, ~no work."""
+    source = write_format("native", work / "one", n=1, steps=2, seed=9)
+    times = []
+    for r in range(runs):
+        _clear()
+        times.append(_command(["import_traces", str(source), "--batch", f"one-{r}"])[0])
+    return statistics.median(times)
 
 
 def _command(argv: list[str]) -> tuple[float, int]:
@@ -140,8 +164,9 @@ def _counts() -> tuple[int, int]:
     return Trace.objects.count(), Step.objects.count()
 
 
-def _true_copy(work: Path, runs: int) -> float:
-    """Median seconds of COPY FROM STDIN of the stored rows, from ready TSV files into unindexed tables."""
+def _true_copy(work: Path, runs: int, *, indexed: bool = False) -> float:
+    """Median seconds of COPY FROM STDIN of the stored rows, from ready TSV files into unindexed tables
+    (`indexed`: into tables with the same indexes and checks as ours, foreign keys aside)."""
     from django.db import connection
 
     files = {}
@@ -157,7 +182,9 @@ def _true_copy(work: Path, runs: int) -> float:
             for table_name in files:
                 cursor.execute(f"DROP TABLE IF EXISTS bench_{table_name}")
                 # LIKE without INCLUDING INDEXES/CONSTRAINTS: same columns and types, no index to maintain.
-                cursor.execute(f"CREATE TABLE bench_{table_name} (LIKE {table_name})")
+                cursor.execute(
+                    f"CREATE TABLE bench_{table_name} (LIKE {table_name}{' INCLUDING ALL' if indexed else ''})"
+                )
             started = time.perf_counter()
             for table_name, path in files.items():
                 with path.open("rb") as src, cursor.copy(f"COPY bench_{table_name} FROM STDIN") as copy:

@@ -61,11 +61,14 @@ def in_project_q(project, trace_path: str = "") -> models.Q:
 
 
 class Trace(models.Model):
-    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="traces")
+    # No index of its own: trace_batch_external_idx (batch, external_id) serves every lookup by batch.
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="traces", db_index=False)
     external_id = models.CharField(max_length=255)
     # Identity of the content whatever its container (see traces.services.content_hash). Not unique: two
     # projects that cannot see each other's batches import the same file as their own traces.
-    content_hash = models.CharField(max_length=64, db_index=True)
+    # Indexed in Meta (a plain btree): db_index on a CharField adds a LIKE-pattern index on PostgreSQL too,
+    # which no query uses and every import would maintain.
+    content_hash = models.CharField(max_length=64)
     task = models.TextField(blank=True)
     system = models.CharField(max_length=120, blank=True)
     model = models.CharField(max_length=120, blank=True)
@@ -88,6 +91,7 @@ class Trace(models.Model):
         indexes = [
             models.Index(fields=["batch", "external_id"], name="trace_batch_external_idx"),
             models.Index(fields=["model"], name="trace_model_idx"),
+            models.Index(fields=["content_hash"], name="trace_content_hash_idx"),
         ]
 
     def __str__(self) -> str:
@@ -95,7 +99,8 @@ class Trace(models.Model):
 
 
 class Step(models.Model):
-    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="steps")
+    # No index of its own: the unique (trace, index) constraint's index serves every lookup by trace.
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="steps", db_index=False)
     index = models.PositiveIntegerField()
     # Parent by index rather than by FK: bulk COPY needs no ids, and nesting is per trace anyway.
     parent_index = models.PositiveIntegerField(null=True, blank=True)

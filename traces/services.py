@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -21,11 +22,14 @@ from django.utils import timezone
 
 from traces import importers
 from traces.answer_key import answer_key_of, public_metadata
+from traces.importers import limits
 from traces.importers.records import STEP_KINDS, AnnotationRecord, TraceFormatError, TraceRecord
 from traces.models import Batch, Step, Trace
 
-TRACES_PER_CHUNK = 500
-STEPS_PER_CHUNK = 50_000
+# Records wait in memory until their chunk is written: these bound an import's memory, whatever the file's
+# size (a chunk is four statements, so smaller chunks cost little).
+TRACES_PER_CHUNK = 200
+STEPS_PER_CHUNK = 20_000
 STEP_COLUMNS = ("trace_id", *Step.DATA_FIELDS)
 
 ProgressCallback = Callable[[int, int], None]  # (bytes read so far, records so far)
@@ -103,6 +107,11 @@ def content_hash(record: TraceRecord) -> str:
     metadata (each container keeps extra fields its own way), the raw original record and the labels. So
     a trace exported (``export_traces``, ``export_dataset``) and imported again is the same trace.
     """
+    return _content_hash(record, list(_step_values(record)))
+
+
+def _content_hash(record: TraceRecord, steps: list[tuple]) -> str:
+    """content_hash from the step values already computed for the rows (one pass over the steps)."""
     identity = {
         "id": record.external_id[:255],
         "task": record.task,
@@ -113,8 +122,11 @@ def content_hash(record: TraceRecord) -> str:
         "score": record.score,
         # The stored columns, with the arguments as an object (sorted by the dump below): PostgreSQL's jsonb
         # keeps its own key order, so the order of keys in a file is not part of the identity.
-        "steps": [list(values) for values in _step_values(record)],
+        # Tuples are written as JSON arrays: the same text as lists, so the same digests as before.
+        "steps": steps,
     }
+    # json, not orjson: its exact text (separators, number forms) is what every stored digest was made
+    # from, and de-duplication against traces imported earlier depends on it.
     canonical = json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -190,30 +202,44 @@ def do_import_files(
                 .first(),
             )
             seen: set[str] = set()
-            for path, name in files:
-                file_result = FileResult(name=name)
-                result.files.append(file_result)
-                if any(f.error for f in result.files):
-                    _validate_only(path, name, fmt, file_result, source_options)
-                    continue
-                try:
-                    _import_one(
-                        path,
-                        name,
-                        fmt,
-                        target,
-                        seen,
-                        file_result,
-                        result,
-                        total_before,
-                        progress,
-                        source_options,
-                    )
-                except TraceFormatError as error:
-                    file_result.error = str(error)
-                total_before += _size(path)
-            if any(f.error for f in result.files):
-                raise ImportFailed(result)
+            # Shared by the files: a folder of one-trace files (SWE-agent, Who&When) goes in by the
+            # chunk, not one round of queries and COPYs per file.
+            pending = _Pending(writer=_CopyWriter())
+            failed = False  # a file had an error: the others are only checked, to report all errors at once
+            try:
+                for path, name in files:
+                    file_result = FileResult(name=name)
+                    result.files.append(file_result)
+                    if failed:
+                        _validate_only(path, name, fmt, file_result, source_options)
+                        continue
+                    try:
+                        _import_one(
+                            path,
+                            name,
+                            fmt,
+                            target,
+                            seen,
+                            pending,
+                            file_result,
+                            result,
+                            total_before,
+                            progress,
+                            source_options,
+                        )
+                    except TraceFormatError as error:
+                        file_result.error = str(error)
+                        failed = True
+                    total_before += _size(path)
+                if failed:
+                    raise ImportFailed(result)
+                _flush(pending, target, result)
+            except BaseException:
+                # The import is failing and rolls back: the chunk in flight must finish with the
+                # connection first (its own error, if any, is moot).
+                pending.writer.wait(quiet=True)
+                raise
+            pending.writer.wait()
             # The existing batch when there was one; a new one exists only if a trace was added.
             batch = result.batch = target.batch
             if batch is None or not result.traces:
@@ -320,6 +346,7 @@ def _import_one(
     fmt: str | None,
     target: _Target,
     seen: set[str],
+    pending: _Pending,
     file_result: FileResult,
     result: ImportResult,
     offset: int,
@@ -333,8 +360,6 @@ def _import_one(
         if progress is not None:
             progress(offset + count, result.traces + records_done)
 
-    chunk: list[tuple[TraceRecord, str]] = []
-    chunk_steps = 0
     counts_bytes = not importers.is_source(path)
     with _records(path, name, file_result.format, on_read, options) as records:
         for record in records:
@@ -342,17 +367,18 @@ def _import_one(
             if not counts_bytes and records_done % 100 == 0:
                 on_read(0)  # a source has no byte count: report the records read
             _check_record(record, name)
-            digest = content_hash(record)
+            steps = list(_step_values(record))
+            digest = _content_hash(record, steps)
             if digest in seen:
                 file_result.duplicates += 1
                 continue
             seen.add(digest)
-            chunk.append((record, digest))
-            chunk_steps += len(record.steps)
-            if len(chunk) >= TRACES_PER_CHUNK or chunk_steps >= STEPS_PER_CHUNK:
-                _flush(chunk, target, file_result, result)
-                chunk, chunk_steps = [], 0
-        _flush(chunk, target, file_result, result)
+            if record.raw_json is not None and connection.vendor == "postgresql":
+                record.raw = None  # stored from its JSON text: the parsed copy need not wait in memory
+            pending.items.append((record, digest, steps, file_result))
+            pending.steps += len(steps)
+            if len(pending.items) >= TRACES_PER_CHUNK or pending.steps >= STEPS_PER_CHUNK:
+                _flush(pending, target, result)
 
 
 def _parser(fmt: str, name: str):
@@ -382,14 +408,65 @@ def _check_record(record: TraceRecord, name: str) -> None:
             )
 
 
-def _flush(
-    chunk: list[tuple[TraceRecord, str]], target: _Target, file_result: FileResult, result: ImportResult
-):
+@dataclass
+class _Pending:
+    """Records parsed and not yet written: (record, digest, its step values, its file's result), and the
+    writer still sending the chunk before them."""
+
+    writer: _CopyWriter
+    items: list[tuple[TraceRecord, str, list[tuple], FileResult]] = field(default_factory=list)
+    steps: int = 0
+
+
+class _CopyWriter:
+    """Sends a chunk's COPY data in a thread while the main thread parses the next chunk, so PostgreSQL
+    stores one chunk while Python reads the next (the two cores of a small server both work). The thread
+    uses the import's own connection, hence its transaction: all or nothing holds. Only one chunk is in
+    flight, and the main thread waits for it before its next statement (``wait``), which also raises any
+    error the COPY met, so a failure still rolls the whole import back."""
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def submit(self, traces: bytes, steps: list[bytes]) -> None:
+        self.wait()
+        raw = connection.connection  # the psycopg connection under Django's, in this transaction
+
+        def send() -> None:
+            try:
+                with raw.cursor() as cursor:
+                    with cursor.copy(_TRACE_COPY_SQL) as copy:
+                        copy.write(traces)
+                    if steps:
+                        with cursor.copy(_STEP_COPY_SQL) as copy:
+                            for piece in steps:
+                                copy.write(piece)
+            except BaseException as error:  # handed to the main thread by wait()
+                self._error = error
+
+        self._thread = threading.Thread(target=send, name="import-copy", daemon=True)
+        self._thread.start()
+
+    def wait(self, *, quiet: bool = False) -> None:
+        """Block until the chunk in flight is stored; raise its error (unless `quiet`: the import is
+        failing anyway and rolls back)."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        error, self._error = self._error, None
+        if error is not None and not quiet:
+            raise error
+
+
+def _flush(pending: _Pending, target: _Target, result: ImportResult) -> None:
+    chunk, pending.items, pending.steps = pending.items, [], 0
     if not chunk:
         return
-    existing = target.duplicates_of([d for _, d in chunk])
-    fresh = [(record, digest) for record, digest in chunk if digest not in existing]
-    for record, digest in chunk:
+    pending.writer.wait()  # the connection is the writer's until its chunk is stored
+    existing = target.duplicates_of([d for _, d, _, _ in chunk])
+    fresh = [item for item in chunk if item[1] not in existing]
+    for record, digest, _, file_result in chunk:
         if digest in existing:
             trace_id, batch_id = existing[digest]
             file_result.duplicates += 1
@@ -402,77 +479,191 @@ def _flush(
     if not fresh:
         return
     batch = target.get()
-    trace_ids = _insert_traces(
-        [
-            Trace(
-                batch=batch,
-                external_id=record.external_id[:255],
-                content_hash=digest,
-                task=record.task,
-                system=record.system[:120],
-                model=record.model[:120],
-                benchmark=record.benchmark[:120],
-                outcome=record.outcome,
-                score=record.score,
-                metadata=public_metadata(record.metadata),
-                answer_key=answer_key_of(record.metadata),
-                raw=record.raw,
-                source_format=file_result.format,
-                step_count=len(record.steps),
-            )
-            for record, digest in fresh
-        ]
-    )
-    rows = []
-    for trace_id, (record, _) in zip(trace_ids, fresh, strict=True):
-        rows.extend(_step_rows(trace_id, record))
+    rows = [_trace_values(record, digest, len(steps), file.format) for record, digest, steps, file in fresh]
+    if connection.vendor == "postgresql":
+        trace_ids = _next_trace_ids(len(rows))
+        pending.writer.submit(
+            _trace_copy_data(batch.pk, trace_ids, rows, [record.raw_json for record, _, _, _ in fresh]),
+            list(_step_copy_data(trace_ids, [steps for _, _, steps, _ in fresh])),
+        )
+    else:
+        trace_ids = [t.pk for t in Trace.objects.bulk_create([Trace(batch=batch, **row) for row in rows])]
+        Step.objects.bulk_create(
+            [
+                Step(trace_id=trace_id, **dict(zip(Step.DATA_FIELDS, values, strict=True)))
+                for trace_id, (_, _, steps, _) in zip(trace_ids, fresh, strict=True)
+                for values in steps
+            ],
+            batch_size=2000,
+        )
+    for trace_id, (record, _, steps, file_result) in zip(trace_ids, fresh, strict=True):
         if record.annotations and result.keep_annotations:
             result.annotations.append((trace_id, record.external_id, record.annotations, file_result.name))
-    _insert_steps(rows)
-    file_result.traces += len(fresh)
-    file_result.steps += len(rows)
+        file_result.traces += 1
+        file_result.steps += len(steps)
 
 
-def _insert_traces(traces: list[Trace]) -> list[int]:
-    """Insert traces and return their ids. On PostgreSQL: ids drawn from the sequence, rows by COPY
-    (bulk_create quotes every large JSON value into an array literal, which is several times slower)."""
-    if not traces:
-        return []
-    if connection.vendor != "postgresql":
-        return [trace.pk for trace in Trace.objects.bulk_create(traces)]
-    now = timezone.now()
-    fields = [f for f in Trace._meta.concrete_fields]
-    columns = ", ".join(f'"{f.column}"' for f in fields)
+def _trace_values(record: TraceRecord, digest: str, step_count: int, fmt: str) -> dict:
+    """A trace row's stored values but its id, batch and creation time (length limits applied)."""
+    return {
+        "external_id": record.external_id[:255],
+        "content_hash": digest,
+        "task": record.task,
+        "system": record.system[:120],
+        "model": record.model[:120],
+        "benchmark": record.benchmark[:120],
+        "outcome": record.outcome,
+        "score": record.score,
+        "metadata": public_metadata(record.metadata),
+        "answer_key": answer_key_of(record.metadata),
+        "raw": record.raw,
+        "source_format": fmt,
+        "step_count": step_count,
+    }
+
+
+# PostgreSQL's COPY text format: a row per line, tab between columns, \N for NULL, and these four
+# characters escaped in values. Rows are written as ready text rather than through write_row's per-value
+# conversion.
+
+
+def _esc(text: str) -> str:
+    """`text` escaped for COPY. A search per character (C speed) finds most values need nothing;
+    str.translate with a replacement table would look every character up in a dict, 30x slower."""
+    if "\\" in text:
+        text = text.replace("\\", "\\\\")
+    if "\n" in text:
+        text = text.replace("\n", "\\n")
+    if "\t" in text:
+        text = text.replace("\t", "\\t")
+    if "\r" in text:
+        text = text.replace("\r", "\\r")
+    return text
+
+
+_NULL = "\\N"
+_TRACE_COPY_COLUMNS = (
+    "id",
+    "batch_id",
+    "created_at",
+    "external_id",
+    "content_hash",
+    "task",
+    "system",
+    "model",
+    "benchmark",
+    "outcome",
+    "score",
+    "metadata",
+    "answer_key",
+    "raw",
+    "source_format",
+    "step_count",
+)
+
+
+_TRACE_COPY_SQL = f"COPY traces_trace ({', '.join(_TRACE_COPY_COLUMNS)}) FROM STDIN"
+_STEP_COPY_SQL = "COPY traces_step ({}) FROM STDIN".format(", ".join(f'"{c}"' for c in STEP_COLUMNS))
+
+
+def _json_text(value) -> str:
+    return _esc(limits.dump_json(value).decode("utf-8", "surrogatepass"))
+
+
+def _next_trace_ids(count: int) -> list[int]:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT nextval(pg_get_serial_sequence('traces_trace', 'id')) FROM generate_series(1, %s)",
-            [len(traces)],
+            [count],
         )
-        ids = [row[0] for row in cursor.fetchall()]
-        with cursor.copy(f"COPY traces_trace ({columns}) FROM STDIN") as copy:
-            for trace, trace_id in zip(traces, ids, strict=True):
-                trace.pk, trace.created_at = trace_id, now
-                copy.write_row([_copy_value(f, trace) for f in fields])
-    return ids
+        return [row[0] for row in cursor.fetchall()]
 
 
-def _copy_value(field, obj):
-    value = field.get_db_prep_save(getattr(obj, field.attname), connection)
-    if value is not None and field.get_internal_type() == "JSONField":
-        return json.dumps(getattr(obj, field.attname), ensure_ascii=False, default=str)
-    return value
-
-
-def _step_rows(trace_id: int, record: TraceRecord) -> Iterator[tuple]:
-    """The COPY rows: the stored values with the arguments as JSON text."""
-    for values in _step_values(record):
-        tool_args = values[8]
-        yield (
-            trace_id,
-            *values[:8],
-            None if tool_args is None else json.dumps(tool_args, ensure_ascii=False, default=str),
-            *values[9:],
+def _trace_copy_data(batch_id: int, ids: list[int], rows: list[dict], raw_json: list[bytes | None]) -> bytes:
+    """The COPY text of the trace rows. The raw record goes in as the JSON text the size check made of it
+    (importers.guarded), not serialised a second time."""
+    now = timezone.now().isoformat()
+    lines = []
+    for trace_id, row, raw in zip(ids, rows, raw_json, strict=True):
+        if raw is not None:
+            raw_text = _esc(raw.decode("utf-8", "surrogatepass"))
+        elif row["raw"] is None:
+            raw_text = _NULL
+        else:
+            raw_text = _json_text(row["raw"])
+        score = row["score"]
+        fields = (
+            str(trace_id),
+            str(batch_id),
+            now,
+            _esc(row["external_id"]),
+            row["content_hash"],
+            _esc(row["task"]),
+            _esc(row["system"]),
+            _esc(row["model"]),
+            _esc(row["benchmark"]),
+            row["outcome"],
+            _NULL if score is None else repr(float(score)),
+            _json_text(row["metadata"]),
+            _json_text(row["answer_key"]),
+            raw_text,
+            row["source_format"],
+            str(row["step_count"]),
         )
+        lines.append("\t".join(fields))
+    return _copy_bytes(lines)
+
+
+def _copy_bytes(lines: list[str]) -> bytes:
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def _step_copy_data(trace_ids: list[int], steps_of: list[list[tuple]]) -> Iterator[bytes]:
+    """The COPY text of the step rows of these traces, in pieces of a few thousand rows."""
+    null = _NULL
+    lines: list[str] = []
+    for trace_id, steps in zip(trace_ids, steps_of, strict=True):
+        tid = str(trace_id)
+        for (
+            index,
+            parent,
+            depth,
+            agent,
+            role,
+            kind,
+            content,
+            tool_name,
+            args,
+            call_id,
+            ts,
+            tokens,
+            ms,
+        ) in steps:
+            lines.append(
+                "\t".join(
+                    (
+                        tid,
+                        str(index),
+                        null if parent is None else str(parent),
+                        str(depth),
+                        _esc(agent),
+                        _esc(role),
+                        kind,
+                        _esc(content),
+                        _esc(tool_name),
+                        null if args is None else _json_text(args),
+                        _esc(call_id),
+                        _esc(ts),
+                        null if tokens is None else str(tokens),
+                        null if ms is None else str(ms),
+                    )
+                )
+            )
+        if len(lines) >= 5_000:
+            yield _copy_bytes(lines)
+            lines = []
+    if lines:
+        yield _copy_bytes(lines)
 
 
 def _step_values(record: TraceRecord) -> Iterator[tuple]:
@@ -500,23 +691,3 @@ def _step_values(record: TraceRecord) -> Iterator[tuple]:
             step.tokens,
             step.duration_ms,
         )
-
-
-def _insert_steps(rows: list[tuple]) -> None:
-    if not rows:
-        return
-    if connection.vendor == "postgresql":
-        columns = ", ".join(f'"{c}"' for c in STEP_COLUMNS)
-        with connection.cursor() as cursor, cursor.copy(f"COPY traces_step ({columns}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
-        return
-    Step.objects.bulk_create(
-        [Step(**dict(zip(STEP_COLUMNS, _python_row(row), strict=True))) for row in rows], batch_size=2000
-    )
-
-
-def _python_row(row: tuple) -> tuple:
-    # bulk_create wants Python values for the JSON column, COPY wants its text.
-    tool_args = row[9]
-    return (*row[:9], None if tool_args is None else json.loads(tool_args), *row[10:])

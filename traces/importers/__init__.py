@@ -248,7 +248,7 @@ def guarded(
         number = None if line is not None else (record.record_no or None)
         extra = 0 if record.raw is not None else sum(len(step.content) for step in record.steps)
         try:
-            limits.check_record(record.raw, extra_bytes=extra)
+            raw_json = limits.check_record(record.raw, extra_bytes=extra)
         except limits.LimitExceeded as exc:
             raise TraceFormatError(str(exc), file=filename, record=number, line=line) from None
         first = first_seen.setdefault(record.external_id, here) if unique_ids else here
@@ -260,6 +260,8 @@ def guarded(
                 record=number,
                 line=line,
             )
+        if record.raw is not None:
+            record.raw_json = raw_json  # measured once, stored as is
         yield record
 
 

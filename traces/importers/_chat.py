@@ -73,10 +73,12 @@ def chat_steps(messages: Any, ctx: Ctx, path: str = "messages") -> list[StepReco
         raise ctx.error(path, f"expected a list of messages, got {type(messages).__name__}")
     steps: list[StepRecord] = []
     call_index: dict[str, int] = {}  # tool call id -> index of its tool_call step
-    for i, raw in enumerate(messages):
-        mpath = f"{path}[{i}]"
-        m = ctx.obj(raw, mpath)
-        role = ctx.get(m, "role", str, f"{mpath}.role", required=True)
+    for i, m in enumerate(messages):
+        role = m.get("role") if type(m) is dict else None
+        if type(role) is not str:  # the checked path names the field (the plain case skips its f-strings)
+            mpath = f"{path}[{i}]"
+            m = ctx.obj(m, mpath)
+            role = ctx.get(m, "role", str, f"{mpath}.role", required=True)
         role = _ROLE_ALIASES.get(role, role)
         agent = m.get("name") if isinstance(m.get("name"), str) and role != "tool" else ""
         agent = agent or role
@@ -114,7 +116,7 @@ def chat_steps(messages: Any, ctx: Ctx, path: str = "messages") -> list[StepReco
             continue
         calls = m.get("tool_calls") or []
         if not isinstance(calls, list):
-            raise ctx.error(f"{mpath}.tool_calls", f"expected a list, got {type(calls).__name__}")
+            raise ctx.error(f"{path}[{i}].tool_calls", f"expected a list, got {type(calls).__name__}")
         legacy = m.get("function_call")
         if isinstance(legacy, dict):
             calls = [*calls, {"function": legacy}]
@@ -124,7 +126,8 @@ def chat_steps(messages: Any, ctx: Ctx, path: str = "messages") -> list[StepReco
             )
             tokens = None  # count a response's usage once
         for j, tc in enumerate(calls):
-            tc = ctx.obj(tc, f"{mpath}.tool_calls[{j}]")
+            if type(tc) is not dict:
+                tc = ctx.obj(tc, f"{path}[{i}].tool_calls[{j}]")
             name, args, call_id = tool_call_parts(tc)
             if call_id:
                 call_index[call_id] = len(steps)

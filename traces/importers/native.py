@@ -108,7 +108,57 @@ def from_dict(obj: Any, ctx: Ctx, record_no: int = 0) -> TraceRecord:
     )
 
 
+_STEP_KEY_SET = frozenset(STEP_KEYS)
+_JSON_TYPES = (dict, list, str, int, float, bool)
+
+
 def _step(ctx: Ctx, raw: Any, i: int, n_steps: int) -> StepRecord:
+    return _plain_step(raw, i, n_steps) or _checked_step(ctx, raw, i, n_steps)
+
+
+def _plain_step(s: Any, i: int, n_steps: int) -> StepRecord | None:
+    """The common step, validated in one pass with exact type tests: the same rules as _checked_step,
+    several times faster on a file of well-formed steps. None for anything unusual (a wrong type, an
+    unknown key or kind, a bad parent, an int subclass): _checked_step then accepts it or names the field."""
+    if type(s) is not dict or not _STEP_KEY_SET.issuperset(s):
+        return None
+    get = s.get
+    texts = []
+    for key in ("kind", "content", "agent", "role", "tool_name", "tool_call_id", "timestamp"):
+        value = get(key)
+        if value is not None and type(value) is not str:
+            return None
+        texts.append(value)
+    kind, content, agent, role, tool_name, tool_call_id, timestamp = texts
+    kind = kind or "message"
+    if kind not in STEP_KINDS:
+        return None
+    numbers = (get("parent"), get("tokens"), get("duration_ms"))
+    for value in numbers:
+        if value is not None and type(value) is not int:
+            return None
+    parent, tokens, duration_ms = numbers
+    if parent is not None and not (0 <= parent < n_steps and parent != i):
+        return None
+    tool_args = get("tool_args")
+    if tool_args is not None and not isinstance(tool_args, _JSON_TYPES):
+        return None
+    return StepRecord(
+        kind=kind,
+        content=content or "",
+        agent=agent or "",
+        role=role or "",
+        tool_name=tool_name or "",
+        tool_args=tool_args,
+        tool_call_id=tool_call_id or "",
+        timestamp=timestamp,
+        parent=parent,
+        tokens=tokens,
+        duration_ms=duration_ms,
+    )
+
+
+def _checked_step(ctx: Ctx, raw: Any, i: int, n_steps: int) -> StepRecord:
     path = f"steps[{i}]"
     s = ctx.obj(raw, path)
     _check_keys(ctx, s, STEP_KEYS, path)

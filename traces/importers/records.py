@@ -71,6 +71,8 @@ class TraceRecord:
     annotations: list[AnnotationRecord] = field(default_factory=list)
     record_no: int = 0  # 1-based position of the record in its file (for error messages)
     line_no: int | None = field(default=None, compare=False)  # its line in line-based files (JSONL)
+    # `raw` as JSON text, serialised once when the record is measured (importers.guarded) and stored as is.
+    raw_json: bytes | None = field(default=None, compare=False, repr=False)
 
 
 class TraceFormatError(ValueError):

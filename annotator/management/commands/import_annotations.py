@@ -11,6 +11,10 @@ from traces.importers.records import TraceFormatError
 
 
 class Command(BaseCommand):
+    # The system checks import every view and URL module (a second or more at start-up) and find nothing
+    # an import needs: `manage.py check` and the test suite run them.
+    requires_system_checks = []
+
     help = (
         "Import existing labels from files or folders into a project as submitted annotations, all or "
         "nothing. Formats: 'jsonl' "

@@ -16,6 +16,10 @@ from traces.services import ImportFailed
 
 
 class Command(BaseCommand):
+    # The system checks import every view and URL module (a second or more at start-up) and find nothing
+    # an import needs: `manage.py check` and the test suite run them.
+    requires_system_checks = []
+
     help = (
         "Import agent traces from one or more files into a batch, all or nothing. The format is detected "
         "per file (or forced with --format); traces already imported (same content, whatever the format) are "
