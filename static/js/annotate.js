@@ -531,4 +531,6 @@
 
   afterStepsSwap();
   if (!location.hash && state.current === null && articles().length) setCurrent(articles()[0].dataset.step, false);
+  // Every handler is attached: keys pressed from now on are heard (browser tests wait for this).
+  root.dataset.keys = "ready";
 })();

@@ -66,6 +66,7 @@ def test_two_annotators_label_a_real_trace_and_the_owner_sees_both(browser, live
     page.goto(f"{live_server.url}/p/{project.slug}/")
     page.get_by_role("button", name="Start next trace →").click()
     expect(page.locator("#label-form")).to_be_visible()
+    expect(page.locator('[data-annotate][data-keys="ready"]')).to_have_count(1)  # the keys are attached
     expect(page.locator("article.step.is-current")).to_have_attribute("data-step", "0")
     page.keyboard.press("j")
     page.keyboard.press("j")

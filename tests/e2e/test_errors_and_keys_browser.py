@@ -64,6 +64,8 @@ def open_next(page, live_server, project):
     page.goto(f"{live_server.url}/p/{project.slug}/")
     page.get_by_role("button", name="Start next trace →").click()
     expect(page.locator("#label-form")).to_be_visible()
+    # The page's script has attached its keys: a key pressed before that would be lost.
+    expect(page.locator('[data-annotate][data-keys="ready"]')).to_have_count(1)
 
 
 def seen(page, locator):
