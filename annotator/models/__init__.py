@@ -4,7 +4,7 @@ from annotator.models.adjudication import AdjudicationItem, GoldHistory, GoldLab
 from annotator.models.annotations import Annotation, LabelApplication, LabelHistory
 from annotator.models.llm import LLMConfig, LLMRun, LLMTraceResult, PromptTemplate
 from annotator.models.projects import Assignment, Membership, Project, Role
-from annotator.models.reports import AgreementReport, Export
+from annotator.models.reports import AgreementReport, Export, ReportRows
 from annotator.models.rounds import CalibrationRound
 from annotator.models.tokens import ApiToken
 
@@ -26,5 +26,6 @@ __all__ = [
     "Membership",
     "Project",
     "PromptTemplate",
+    "ReportRows",
     "Role",
 ]

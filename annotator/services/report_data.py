@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 from django.contrib.auth import get_user_model
+from django.core.exceptions import EmptyResultSet
 from django.db import connection
 from django.db.models import F, Func, JSONField, Q, QuerySet, TextField, Value
 from django.db.models.fields.json import KeyTextTransform
@@ -293,8 +294,11 @@ def copy_int_columns(queryset: QuerySet, casts: Mapping[int, str] | None = None)
     ``COPY (...) TO STDOUT (FORMAT binary)``: every row has the same byte layout (int16 field count, then
     per column an int32 length and 8 big-endian bytes), so numpy reads the whole stream as one structured
     array. `casts` casts a column (by position) before bigint, e.g. a boolean to "int". PostgreSQL only."""
-    sql, params = queryset.query.sql_with_params()
     n_columns = len(queryset.query.values_select) + len(queryset.query.annotation_select)
+    try:
+        sql, params = queryset.query.sql_with_params()
+    except EmptyResultSet:  # e.g. `__in=[]`: nothing to read
+        return np.zeros((0, n_columns), dtype=np.int64)
     return copy_int_sql(sql, params, n_columns, casts)
 
 
@@ -333,11 +337,14 @@ def _evidence_points(labels: QuerySet[LabelApplication]) -> np.ndarray:
     """(annotation id, mode id, step) per evidence step of `labels`, expanded by PostgreSQL: the same
     steps as ``jsonb_path_query_array(evidence, '$[*].step')`` kept when they are whole numbers."""
     steps = Func(F("evidence"), Value("$[*].step"), function="jsonb_path_query", output_field=JSONField())
-    sql, params = (
-        labels.annotate(step_value=steps)
-        .values_list("annotation_id", "mode_id", "step_value")
-        .query.sql_with_params()
-    )
+    try:
+        sql, params = (
+            labels.annotate(step_value=steps)
+            .values_list("annotation_id", "mode_id", "step_value")
+            .query.sql_with_params()
+        )
+    except EmptyResultSet:
+        return np.zeros((0, 3), dtype=np.int64)
     return copy_int_sql(
         sql,
         params,

@@ -21,18 +21,35 @@ Recompute on change (debounced), the `on_trace_annotations_changed` hook calls `
 
 Only the unfiltered report is refreshed automatically; a filtered report (a batch, some annotators, a
 date range) is recomputed when someone asks for it and its fingerprint has changed.
+
+Incremental (the unfiltered report): every statistic is a sum over traces of a function of the trace's
+row (``annotator.agreement.report.ItemRows``), so the project's traces are kept as distinct rows with
+counts plus the row of every trace (``ReportRows``). A refresh reloads only the traces with an annotation
+changed since the stored snapshot (``updated_at``, indexed, minus REFRESH_MARGIN so that a transaction
+that committed late is still seen: reloading a trace twice is harmless), moves them to their new rows,
+and builds the report from the rows -- never a full reload. Anything the update cannot vouch for (a new
+or vanished rater, another taxonomy version or window setting, an annotation deleted elsewhere, which
+the count check catches, or too many changed traces) falls back to the full computation, which writes a
+fresh state. The result is the same as the full computation's (tests/agreement/test_incremental.py).
+
+Is a stored report current? ``data_updated_at`` keeps the newest annotation change the report has seen;
+the pages compare it with the newest change now (one indexed lookup) instead of re-aggregating every
+annotation, so they answer in the same time at a thousand or a million traces.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 from collections.abc import Mapping
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from importlib import metadata
 from typing import Any
 
+import numpy as np
 from celery import current_app
 from django.conf import settings
 from django.core.cache import cache
@@ -40,10 +57,19 @@ from django.db import OperationalError, connection, transaction
 from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
-from annotator.agreement.report import SCHEMA, ReportSettings, build_report
-from annotator.models import AgreementReport, Annotation, Project
+from annotator.agreement.report import (
+    SCHEMA,
+    ItemRows,
+    ModeInfo,
+    ReportSettings,
+    build_report_from_rows,
+    compress,
+    merge_rows,
+)
+from annotator.models import AgreementReport, Annotation, Project, ReportRows
 from annotator.models.reports import JobStatus
 from annotator.services.report_data import (
+    RatersChanged,
     ReportFilterError,
     clean_filters,
     load_report_input,
@@ -66,6 +92,11 @@ __all__ = [
 
 # A queued or running report older than this is presumed lost (its worker died) and is requested anew.
 ABANDONED_AFTER = timedelta(minutes=15)
+# An incremental refresh reloads the traces changed since its snapshot minus this margin: a transaction
+# that saved an annotation before the snapshot but committed after it is still seen.
+REFRESH_MARGIN = timedelta(minutes=10)
+# Beyond this share of the project's traces changed, one full computation is cheaper than the update.
+INCREMENTAL_MAX_SHARE = 0.25
 PENDING = (JobStatus.QUEUED, JobStatus.RUNNING)
 
 
@@ -95,6 +126,10 @@ def filters_key(filters: Mapping[str, Any]) -> str:
 def inputs_fingerprint(project: Project, filters: Mapping[str, Any]) -> str:
     """One aggregate query over the matching submitted annotations, hashed with everything else the
     report depends on."""
+    return _fingerprint(project, filters)[0]
+
+
+def _fingerprint(project: Project, filters: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     stats = report_annotations(project, filters).aggregate(
         n=Count("id"), last_id=Max("id"), versions=Sum("version"), changed=Max("updated_at")
     )
@@ -106,7 +141,18 @@ def inputs_fingerprint(project: Project, filters: Mapping[str, Any]) -> str:
         "settings": [cfg.n_boot, cfg.pair_n_boot, cfg.ci, cfg.seed, list(cfg.windows)],
         "annotations": stats,
     }
-    return hashlib.sha256(_canonical(payload).encode()).hexdigest()
+    return hashlib.sha256(_canonical(payload).encode()).hexdigest(), stats
+
+
+def newest_change(project: Project) -> datetime | None:
+    """When any of the project's annotations last changed (any status, any filter): one short range of
+    the updated_at index, whatever the project's size."""
+    return (
+        Annotation.objects.filter(assignment__project=project)
+        .order_by("-updated_at")
+        .values_list("updated_at", flat=True)
+        .first()
+    )
 
 
 def latest_report(project: Project, filters: Mapping[str, Any]) -> AgreementReport | None:
@@ -153,6 +199,9 @@ def do_request_report(
             .first()
         )
         if existing is not None and not _abandoned(existing):
+            if existing.status == JobStatus.SUCCEEDED:
+                # Verified current just now: later page views compare against this newest change.
+                AgreementReport.objects.filter(pk=existing.pk).update(data_updated_at=newest_change(project))
             return existing
     report = AgreementReport.objects.create(
         project=project,
@@ -192,9 +241,11 @@ def do_compute_report(report_id: int) -> AgreementReport:
             if connection.vendor == "postgresql" and not outer:
                 with connection.cursor() as cursor:
                     cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            fingerprint = inputs_fingerprint(project, report.filters)
-            loaded = load_report_input(project, report.filters)
-        results = _results(project, report, loaded, fingerprint)
+            snapshot = timezone.now()  # no later than the snapshot the reads below see
+            fingerprint, stats = _fingerprint(project, report.filters)
+            data_updated_at = newest_change(project)
+            rows = report_rows(project, report.filters, stats, snapshot)
+        results = _results(project, report, rows, fingerprint)
     except OperationalError:
         AgreementReport.objects.filter(pk=report.pk).update(status=JobStatus.QUEUED)
         raise
@@ -210,13 +261,150 @@ def do_compute_report(report_id: int) -> AgreementReport:
         results=results,
         fingerprint=fingerprint,
         computed_at=timezone.now(),
+        data_updated_at=data_updated_at,
         error="",
     )
     report.refresh_from_db()
     return report
 
 
-def _results(project: Project, report: AgreementReport, loaded, fingerprint: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Rows:
+    """The report's input as distinct item rows (see ItemRows), with the raters' and modes' metadata."""
+
+    items: ItemRows
+    modes: tuple[ModeInfo, ...]
+    raters: list[dict[str, Any]]  # username, kind, imported; in the report's order
+    incremental: bool = False
+
+
+def report_rows(
+    project: Project, filters: Mapping[str, Any], stats: Mapping[str, Any], snapshot: datetime
+) -> Rows:
+    """The rows for `filters`: incrementally from the stored state for the unfiltered report when it can
+    vouch for the result (see the module docstring), else from a full load (which then stores the state
+    for the next refresh). Call inside the transaction whose snapshot `stats` describe."""
+    windows = report_settings().windows
+    if not filters:
+        state = ReportRows.objects.filter(project=project).first()
+        if state is not None and state.key == _state_key(project):
+            rows = _incremental(project, state, stats, snapshot)
+            if rows is not None:
+                return rows
+    loaded = load_report_input(project, filters)
+    items, row_of_item = compress(loaded.data, windows)
+    if not filters:
+        _save_state(project, loaded.trace_ids, row_of_item, items, list(loaded.rater_ids), snapshot)
+    return Rows(items, loaded.data.modes, loaded.raters)
+
+
+def _state_key(project: Project) -> str:
+    """What stored rows are valid for: a change of any of these means a full computation."""
+    from taxonomy.models import FailureMode
+
+    modes = list(
+        FailureMode.objects.filter(version_id=project.taxonomy_version_id)
+        .order_by("order", "id")
+        .values_list("id", "code", "name", "category__code", "parent__code", "fatal")
+    )
+    payload = {
+        "schema": SCHEMA,
+        "state": 1,
+        "version": project.taxonomy_version_id,
+        "multi_label": project.taxonomy_version.is_multi_label,
+        "modes": modes,
+        "windows": list(report_settings().windows),
+    }
+    return hashlib.sha256(_canonical(payload).encode()).hexdigest()
+
+
+def _save_state(
+    project: Project,
+    trace_ids: np.ndarray,
+    row_of_trace: np.ndarray,
+    items: ItemRows,
+    rater_ids: list[int],
+    snapshot: datetime,
+) -> None:
+    buffer = io.BytesIO()
+    arrays = {
+        "trace_ids": trace_ids.astype(np.int64),
+        "row_of_trace": row_of_trace.astype(np.int32),
+        "ratings": items.ratings,
+        "closest": items.closest,
+    }
+    if items.primary is not None:
+        arrays["primary"] = items.primary
+    np.savez(buffer, **arrays)
+    ReportRows.objects.update_or_create(
+        project=project,
+        defaults={
+            "key": _state_key(project),
+            "rater_ids": rater_ids,
+            "watermark": snapshot,
+            "arrays": buffer.getvalue(),
+        },
+    )
+
+
+def _incremental(
+    project: Project, state: ReportRows, stats: Mapping[str, Any], snapshot: datetime
+) -> Rows | None:
+    """The stored rows with the changed traces moved to their new rows; None when a full computation is
+    needed (see the module docstring)."""
+    with np.load(io.BytesIO(bytes(state.arrays))) as stored:
+        trace_ids, row_of_trace = stored["trace_ids"], stored["row_of_trace"].astype(np.int64)
+        old = ItemRows(
+            ratings=stored["ratings"],
+            weight=np.bincount(row_of_trace, minlength=len(stored["ratings"])).astype(np.int64),
+            primary=stored["primary"] if "primary" in stored.files else None,
+            closest=stored["closest"],
+        )
+    changed = np.unique(
+        np.fromiter(
+            Annotation.objects.filter(
+                assignment__project=project, updated_at__gte=state.watermark - REFRESH_MARGIN
+            )
+            .order_by()
+            .values_list("assignment__trace_id", flat=True),
+            dtype=np.int64,
+        )
+    )
+    if len(changed) > max(1000, INCREMENTAL_MAX_SHARE * len(trace_ids)):
+        return None
+    try:
+        sub = load_report_input(project, {}, traces=changed.tolist(), rater_ids=state.rater_ids)
+    except RatersChanged:
+        return None
+    windows = report_settings().windows
+    sub_items, sub_rows = compress(sub.data, windows)
+    if (old.primary is None) != (sub_items.primary is None):
+        return None
+    keep = ~np.isin(trace_ids, changed)
+    merged, (old_map, new_map) = merge_rows([old, sub_items])
+    traces = np.concatenate([trace_ids[keep], sub.trace_ids])
+    rows = np.concatenate([old_map[row_of_trace[keep]], new_map[sub_rows]]) if len(traces) else traces
+    weight = np.bincount(rows, minlength=len(merged.weight)).astype(np.int64)
+    used = np.flatnonzero(weight)
+    renumber = np.full(len(weight), -1, dtype=np.int64)
+    renumber[used] = np.arange(len(used))
+    items = ItemRows(
+        ratings=merged.ratings[used],
+        weight=weight[used],
+        primary=None if merged.primary is None else merged.primary[used],
+        closest=merged.closest[used],
+    )
+    present = (items.ratings >= 0).any(axis=2)
+    per_rater = items.weight @ present if len(used) else np.zeros(len(state.rater_ids), dtype=np.int64)
+    # Deleted annotations of unchanged traces leave no trace in updated_at: the count tells.
+    if int(per_rater.sum()) != stats["n"] or (per_rater == 0).any():
+        return None
+    order = np.argsort(traces, kind="stable")
+    _save_state(project, traces[order], renumber[rows[order]], items, list(state.rater_ids), snapshot)
+    return Rows(items, sub.data.modes, sub.raters, incremental=True)
+
+
+def _results(project: Project, report: AgreementReport, rows: Rows, fingerprint: str) -> dict[str, Any]:
     version = project.taxonomy_version
     cfg = report_settings()
     cfg.extra.update(
@@ -233,8 +421,9 @@ def _results(project: Project, report: AgreementReport, loaded, fingerprint: str
             "computed_at": timezone.now().isoformat(),
         }
     )
-    results = build_report(loaded.data, cfg)
-    for entry, info in zip(results["raters"], loaded.raters, strict=True):
+    names = [r["username"] for r in rows.raters]
+    results = build_report_from_rows(rows.items, names, rows.modes, cfg)
+    for entry, info in zip(results["raters"], rows.raters, strict=True):
         entry.update(kind=info["kind"], imported=info["imported"])
     return results
 
@@ -281,4 +470,9 @@ def do_refresh_reports(project_id: int) -> AgreementReport | None:
 
 
 def report_is_current(project: Project, report: AgreementReport) -> bool:
-    return report.fingerprint == inputs_fingerprint(project, report.filters)
+    """True when no annotation of the project changed since the report's data (one indexed lookup);
+    reports stored before data_updated_at existed fall back to the fingerprint."""
+    if report.data_updated_at is None:
+        return report.fingerprint == inputs_fingerprint(project, report.filters)
+    newest = newest_change(project)
+    return newest is None or newest <= report.data_updated_at
