@@ -444,10 +444,12 @@ def schedule_report_refresh(project_id: int) -> None:
     """Called after annotations changed (from the hook, after commit). Never computes a large report
     inline; see the module docstring for the debounce."""
     if celery_is_eager():
+        # Counting stops past the limit: a submit in a million-annotation project stays cheap.
+        limit = settings.AGREEMENT_INLINE_MAX_ANNOTATIONS
         submitted = Annotation.objects.filter(
             assignment__project_id=project_id, status=Annotation.Status.SUBMITTED
-        ).count()
-        if submitted <= settings.AGREEMENT_INLINE_MAX_ANNOTATIONS:
+        )[: limit + 1].count()
+        if submitted <= limit:
             do_refresh_reports(project_id)
         return
     countdown = settings.AGREEMENT_DEBOUNCE_SECONDS
