@@ -52,6 +52,7 @@ class ReportRows(models.Model):
     key = models.CharField(max_length=64)
     rater_ids = models.JSONField(default=list)
     watermark = models.DateTimeField()
+    full_at = models.DateTimeField(help_text="When the rows were last computed in full")
     arrays = models.BinaryField()
     updated_at = models.DateTimeField(auto_now=True)
 

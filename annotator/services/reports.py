@@ -69,8 +69,10 @@ from annotator.agreement.report import (
 from annotator.models import AgreementReport, Annotation, Project, ReportRows
 from annotator.models.reports import JobStatus
 from annotator.services.report_data import (
+    EPOCH,
     RatersChanged,
     ReportFilterError,
+    annotation_columns,
     clean_filters,
     load_report_input,
     report_annotations,
@@ -97,6 +99,9 @@ ABANDONED_AFTER = timedelta(minutes=15)
 REFRESH_MARGIN = timedelta(minutes=10)
 # Beyond this share of the project's traces changed, one full computation is cheaper than the update.
 INCREMENTAL_MAX_SHARE = 0.25
+# Stored rows are recomputed in full at least this often: a safety net for changes no updated_at shows
+# (a submitted annotation deleted behind the app's back is already caught by a database trigger).
+STATE_MAX_AGE = timedelta(hours=6)
 PENDING = (JobStatus.QUEUED, JobStatus.RUNNING)
 
 
@@ -133,15 +138,19 @@ def _fingerprint(project: Project, filters: Mapping[str, Any]) -> tuple[str, dic
     stats = report_annotations(project, filters).aggregate(
         n=Count("id"), last_id=Max("id"), versions=Sum("version"), changed=Max("updated_at")
     )
+    return _fingerprint_of(project, filters, stats), stats
+
+
+def _fingerprint_of(project: Project, filters: Mapping[str, Any], stats: Mapping[str, Any]) -> str:
     cfg = report_settings()
     payload = {
         "schema": SCHEMA,
         "taxonomy_version": project.taxonomy_version_id,
         "filters": dict(filters),
         "settings": [cfg.n_boot, cfg.pair_n_boot, cfg.ci, cfg.seed, list(cfg.windows)],
-        "annotations": stats,
+        "annotations": dict(stats),
     }
-    return hashlib.sha256(_canonical(payload).encode()).hexdigest(), stats
+    return hashlib.sha256(_canonical(payload).encode()).hexdigest()
 
 
 def newest_change(project: Project) -> datetime | None:
@@ -242,9 +251,9 @@ def do_compute_report(report_id: int) -> AgreementReport:
                 with connection.cursor() as cursor:
                     cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             snapshot = timezone.now()  # no later than the snapshot the reads below see
-            fingerprint, stats = _fingerprint(project, report.filters)
+            fingerprint, _ = _fingerprint(project, report.filters)
             data_updated_at = newest_change(project)
-            rows = report_rows(project, report.filters, stats, snapshot)
+            rows = report_rows(project, report.filters, snapshot)
         results = _results(project, report, rows, fingerprint)
     except OperationalError:
         AgreementReport.objects.filter(pk=report.pk).update(status=JobStatus.QUEUED)
@@ -278,24 +287,56 @@ class Rows:
     incremental: bool = False
 
 
-def report_rows(
-    project: Project, filters: Mapping[str, Any], stats: Mapping[str, Any], snapshot: datetime
-) -> Rows:
-    """The rows for `filters`: incrementally from the stored state for the unfiltered report when it can
-    vouch for the result (see the module docstring), else from a full load (which then stores the state
-    for the next refresh). Call inside the transaction whose snapshot `stats` describe."""
-    windows = report_settings().windows
-    if not filters:
-        state = ReportRows.objects.filter(project=project).first()
-        if state is not None and state.key == _state_key(project):
-            rows = _incremental(project, state, stats, snapshot)
-            if rows is not None:
-                return rows
+def report_rows(project: Project, filters: Mapping[str, Any], snapshot: datetime) -> Rows:
+    """The rows for `filters` from a full load; for the unfiltered report the state an incremental
+    refresh starts from is stored too. Call inside the transaction of the snapshot."""
     loaded = load_report_input(project, filters)
-    items, row_of_item = compress(loaded.data, windows)
+    items, row_of_item = compress(loaded.data, report_settings().windows)
     if not filters:
-        _save_state(project, loaded.trace_ids, row_of_item, items, list(loaded.rater_ids), snapshot)
+        per_trace = _per_trace_stats(annotation_columns(project, {}), loaded.trace_ids)
+        _save_state(
+            project,
+            loaded.trace_ids,
+            row_of_item,
+            items,
+            per_trace,
+            list(loaded.rater_ids),
+            snapshot,
+            snapshot,
+        )
     return Rows(items, loaded.data.modes, loaded.raters)
+
+
+# Per trace, what the fingerprint aggregates: submitted annotations, highest id, sum of versions, newest
+# updated_at (microseconds since the epoch); -1 for "none".
+_STATS = ("n", "last_id", "versions", "changed")
+
+
+def _per_trace_stats(columns: np.ndarray, trace_ids: np.ndarray) -> np.ndarray:
+    """(traces, 4) int64 from annotation_columns rows (trace, id, version, updated_at micros)."""
+    out = np.zeros((len(trace_ids), 4), dtype=np.int64)
+    out[:, 1] = out[:, 3] = -1
+    if len(columns) == 0:
+        return out
+    position = np.searchsorted(trace_ids, columns[:, 0])
+    np.add.at(out[:, 0], position, 1)
+    np.maximum.at(out[:, 1], position, columns[:, 1])
+    np.add.at(out[:, 2], position, columns[:, 2])
+    np.maximum.at(out[:, 3], position, columns[:, 3])
+    return out
+
+
+def _aggregate(per_trace: np.ndarray) -> dict[str, Any]:
+    """The fingerprint's aggregate (as the SQL Count/Max/Sum/Max gives it) from the per-trace stats."""
+    n = int(per_trace[:, 0].sum())
+    if n == 0:
+        return {"n": 0, "last_id": None, "versions": None, "changed": None}
+    return {
+        "n": n,
+        "last_id": int(per_trace[:, 1].max()),
+        "versions": int(per_trace[:, 2].sum()),
+        "changed": EPOCH + timedelta(microseconds=int(per_trace[:, 3].max())),
+    }
 
 
 def _state_key(project: Project) -> str:
@@ -309,7 +350,7 @@ def _state_key(project: Project) -> str:
     )
     payload = {
         "schema": SCHEMA,
-        "state": 1,
+        "state": 2,
         "version": project.taxonomy_version_id,
         "multi_label": project.taxonomy_version.is_multi_label,
         "modes": modes,
@@ -323,13 +364,16 @@ def _save_state(
     trace_ids: np.ndarray,
     row_of_trace: np.ndarray,
     items: ItemRows,
+    per_trace: np.ndarray,
     rater_ids: list[int],
     snapshot: datetime,
+    full_at: datetime,
 ) -> None:
     buffer = io.BytesIO()
     arrays = {
         "trace_ids": trace_ids.astype(np.int64),
         "row_of_trace": row_of_trace.astype(np.int32),
+        "per_trace": per_trace.astype(np.int64),
         "ratings": items.ratings,
         "closest": items.closest,
     }
@@ -342,18 +386,22 @@ def _save_state(
             "key": _state_key(project),
             "rater_ids": rater_ids,
             "watermark": snapshot,
+            "full_at": full_at,
             "arrays": buffer.getvalue(),
         },
     )
 
 
 def _incremental(
-    project: Project, state: ReportRows, stats: Mapping[str, Any], snapshot: datetime
-) -> Rows | None:
-    """The stored rows with the changed traces moved to their new rows; None when a full computation is
-    needed (see the module docstring)."""
+    project: Project, state: ReportRows, snapshot: datetime
+) -> tuple[Rows, dict[str, Any]] | None:
+    """The stored rows with the changed traces moved to their new rows, and the fingerprint's aggregate;
+    None when a full computation is needed (see the module docstring)."""
+    if state.key != _state_key(project) or state.full_at < snapshot - STATE_MAX_AGE:
+        return None
     with np.load(io.BytesIO(bytes(state.arrays))) as stored:
         trace_ids, row_of_trace = stored["trace_ids"], stored["row_of_trace"].astype(np.int64)
+        per_trace = stored["per_trace"]
         old = ItemRows(
             ratings=stored["ratings"],
             weight=np.bincount(row_of_trace, minlength=len(stored["ratings"])).astype(np.int64),
@@ -376,14 +424,15 @@ def _incremental(
         sub = load_report_input(project, {}, traces=changed.tolist(), rater_ids=state.rater_ids)
     except RatersChanged:
         return None
-    windows = report_settings().windows
-    sub_items, sub_rows = compress(sub.data, windows)
+    sub_items, sub_rows = compress(sub.data, report_settings().windows)
     if (old.primary is None) != (sub_items.primary is None):
         return None
+    sub_stats = _per_trace_stats(annotation_columns(project, {}, traces=changed.tolist()), sub.trace_ids)
     keep = ~np.isin(trace_ids, changed)
     merged, (old_map, new_map) = merge_rows([old, sub_items])
     traces = np.concatenate([trace_ids[keep], sub.trace_ids])
-    rows = np.concatenate([old_map[row_of_trace[keep]], new_map[sub_rows]]) if len(traces) else traces
+    rows = np.concatenate([old_map[row_of_trace[keep]], new_map[sub_rows]])
+    stats = np.concatenate([per_trace[keep], sub_stats])
     weight = np.bincount(rows, minlength=len(merged.weight)).astype(np.int64)
     used = np.flatnonzero(weight)
     renumber = np.full(len(weight), -1, dtype=np.int64)
@@ -395,13 +444,68 @@ def _incremental(
         closest=merged.closest[used],
     )
     present = (items.ratings >= 0).any(axis=2)
-    per_rater = items.weight @ present if len(used) else np.zeros(len(state.rater_ids), dtype=np.int64)
-    # Deleted annotations of unchanged traces leave no trace in updated_at: the count tells.
-    if int(per_rater.sum()) != stats["n"] or (per_rater == 0).any():
+    if (items.weight @ present == 0).any():  # a rater left with no annotation: not in a full report
         return None
     order = np.argsort(traces, kind="stable")
-    _save_state(project, traces[order], renumber[rows[order]], items, list(state.rater_ids), snapshot)
-    return Rows(items, sub.data.modes, sub.raters, incremental=True)
+    _save_state(
+        project,
+        traces[order],
+        renumber[rows[order]],
+        items,
+        stats[order],
+        list(state.rater_ids),
+        snapshot,
+        state.full_at,
+    )
+    return Rows(items, sub.data.modes, sub.raters, incremental=True), _aggregate(stats)
+
+
+def _refresh_incremental(project: Project) -> AgreementReport | None:
+    """The unfiltered report brought up to date from the stored rows (see the module docstring), without
+    aggregating every annotation; None when only a full computation can."""
+    state = ReportRows.objects.filter(project=project).first()
+    if state is None:
+        return None
+    outer = connection.in_atomic_block
+    with transaction.atomic():
+        if connection.vendor == "postgresql" and not outer:
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        snapshot = timezone.now()
+        state = ReportRows.objects.filter(pk=state.pk).first()  # as of this snapshot
+        found = _incremental(project, state, snapshot) if state is not None else None
+        if found is None:
+            return None
+        rows, stats = found
+        data_updated_at = newest_change(project)
+    fingerprint = _fingerprint_of(project, {}, stats)
+    current = (
+        AgreementReport.objects.filter(
+            project=project, filters_key=filters_key({}), fingerprint=fingerprint, status=JobStatus.SUCCEEDED
+        )
+        .order_by("-requested_at", "-id")
+        .first()
+    )
+    if current is not None:
+        AgreementReport.objects.filter(pk=current.pk).update(data_updated_at=data_updated_at)
+        current.refresh_from_db()
+        return current
+    report = AgreementReport.objects.create(
+        project=project,
+        filters={},
+        filters_key=filters_key({}),
+        fingerprint=fingerprint,
+        status=JobStatus.RUNNING,
+    )
+    results = _results(project, report, rows, fingerprint)
+    AgreementReport.objects.filter(pk=report.pk).update(
+        status=JobStatus.SUCCEEDED,
+        results=results,
+        computed_at=timezone.now(),
+        data_updated_at=data_updated_at,
+    )
+    report.refresh_from_db()
+    return report
 
 
 def _results(project: Project, report: AgreementReport, rows: Rows, fingerprint: str) -> dict[str, Any]:
@@ -460,11 +564,15 @@ def schedule_report_refresh(project_id: int) -> None:
 
 
 def do_refresh_reports(project_id: int) -> AgreementReport | None:
-    """Bring the project's unfiltered report up to date (computing it here, in the caller's process)."""
+    """Bring the project's unfiltered report up to date (computing it here, in the caller's process):
+    incrementally from the stored rows when they can vouch for the result, else in full."""
     cache.delete(_debounce_key(project_id))
     project = Project.objects.select_related("taxonomy_version__taxonomy").filter(pk=project_id).first()
     if project is None:
         return None
+    report = _refresh_incremental(project)
+    if report is not None:
+        return report
     report = do_request_report(project, {}, enqueue=False)
     if report.status != JobStatus.SUCCEEDED:
         report = do_compute_report(report.pk)
