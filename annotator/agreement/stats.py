@@ -318,8 +318,13 @@ def row_weights(weights: ArrayLike | None, n_rows: int) -> NDArray[np.int64]:
 
 def weighted_sum(values: NDArray, w: NDArray[np.int64]) -> NDArray[np.int64]:
     """Sum over the first axis, each row counted ``w`` times; exact integers for boolean input."""
-    flat = values.reshape(values.shape[0], int(np.prod(values.shape[1:]))).astype(np.int64)
-    return (w @ flat).reshape(values.shape[1:])
+    flat = values.reshape(values.shape[0], int(np.prod(values.shape[1:])))
+    if values.dtype == np.bool_ and int(w.sum()) < 2**53:
+        # Through BLAS in float64: every partial sum is a whole number below 2**53, so exact.
+        return (
+            np.rint(w.astype(np.float64) @ flat.astype(np.float64)).astype(np.int64).reshape(values.shape[1:])
+        )
+    return (w @ flat.astype(np.int64)).reshape(values.shape[1:])
 
 
 def _bincount(codes: NDArray[np.int64], w: NDArray[np.int64], size: int) -> NDArray[np.int64]:

@@ -2,6 +2,7 @@
 
 - An index on Annotation.updated_at: "which annotations changed since the stored snapshot" and "is the
   stored report current" read the newest changes without scanning every annotation.
+- Uncompressed storage for ReportRows.arrays (PostgreSQL), which every refresh rewrites.
 - A trigger that empties every ReportRows.key when a submitted annotation is deleted: a deletion leaves
   no updated_at behind, so the next refresh must start from a full computation (the app never deletes a
   submitted annotation; this covers the admin, a shell or raw SQL).
@@ -26,8 +27,11 @@ TRIGGERS = {
             REFERENCING OLD TABLE AS deleted FOR EACH STATEMENT
             EXECUTE FUNCTION annotator_report_rows_invalidate()
             """,
+            # Numpy arrays do not compress well and every refresh rewrites them: no pglz on the way.
+            "ALTER TABLE annotator_reportrows ALTER COLUMN arrays SET STORAGE EXTERNAL",
         ],
         [
+            "ALTER TABLE annotator_reportrows ALTER COLUMN arrays SET STORAGE EXTENDED",
             "DROP TRIGGER IF EXISTS annotation_deleted_report_rows ON annotator_annotation",
             "DROP FUNCTION IF EXISTS annotator_report_rows_invalidate()",
         ],

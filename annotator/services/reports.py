@@ -293,13 +293,14 @@ def report_rows(project: Project, filters: Mapping[str, Any], snapshot: datetime
     loaded = load_report_input(project, filters)
     items, row_of_item = compress(loaded.data, report_settings().windows)
     if not filters:
-        per_trace = _per_trace_stats(annotation_columns(project, {}), loaded.trace_ids)
+        _, versions, aggregate = _trace_stats(annotation_columns(project, {}), loaded.trace_ids)
         _save_state(
             project,
             loaded.trace_ids,
             row_of_item,
             items,
-            per_trace,
+            versions,
+            aggregate,
             list(loaded.rater_ids),
             snapshot,
             snapshot,
@@ -307,36 +308,30 @@ def report_rows(project: Project, filters: Mapping[str, Any], snapshot: datetime
     return Rows(items, loaded.data.modes, loaded.raters)
 
 
-# Per trace, what the fingerprint aggregates: submitted annotations, highest id, sum of versions, newest
-# updated_at (microseconds since the epoch); -1 for "none".
-_STATS = ("n", "last_id", "versions", "changed")
-
-
-def _per_trace_stats(columns: np.ndarray, trace_ids: np.ndarray) -> np.ndarray:
-    """(traces, 4) int64 from annotation_columns rows (trace, id, version, updated_at micros)."""
-    out = np.zeros((len(trace_ids), 4), dtype=np.int64)
-    out[:, 1] = out[:, 3] = -1
-    if len(columns) == 0:
-        return out
+def _trace_stats(columns: np.ndarray, trace_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """From annotation_columns rows (trace, id, version, updated_at micros): per trace of the sorted
+    `trace_ids` the number of annotations and the sum of their versions, and the fingerprint's aggregate
+    over all of them (as SQL's Count/Max/Sum/Max gives it)."""
     position = np.searchsorted(trace_ids, columns[:, 0])
-    np.add.at(out[:, 0], position, 1)
-    np.maximum.at(out[:, 1], position, columns[:, 1])
-    np.add.at(out[:, 2], position, columns[:, 2])
-    np.maximum.at(out[:, 3], position, columns[:, 3])
-    return out
-
-
-def _aggregate(per_trace: np.ndarray) -> dict[str, Any]:
-    """The fingerprint's aggregate (as the SQL Count/Max/Sum/Max gives it) from the per-trace stats."""
-    n = int(per_trace[:, 0].sum())
-    if n == 0:
-        return {"n": 0, "last_id": None, "versions": None, "changed": None}
-    return {
-        "n": n,
-        "last_id": int(per_trace[:, 1].max()),
-        "versions": int(per_trace[:, 2].sum()),
-        "changed": EPOCH + timedelta(microseconds=int(per_trace[:, 3].max())),
+    count = np.bincount(position, minlength=len(trace_ids)).astype(np.int64)
+    versions = np.bincount(position, weights=columns[:, 2], minlength=len(trace_ids)).astype(np.int64)
+    if len(columns) == 0:
+        return count, versions, {"n": 0, "last_id": None, "versions": None, "changed": None}
+    aggregate = {
+        "n": len(columns),
+        "last_id": int(columns[:, 1].max()),
+        "versions": int(columns[:, 2].sum()),
+        "changed": _from_micros(int(columns[:, 3].max())),
     }
+    return count, versions, aggregate
+
+
+def _from_micros(micros: int) -> datetime:
+    return EPOCH + timedelta(microseconds=micros)
+
+
+def _micros(moment: datetime | None) -> int:
+    return -1 if moment is None else (moment - EPOCH) // timedelta(microseconds=1)
 
 
 def _state_key(project: Project) -> str:
@@ -364,16 +359,22 @@ def _save_state(
     trace_ids: np.ndarray,
     row_of_trace: np.ndarray,
     items: ItemRows,
-    per_trace: np.ndarray,
+    versions: np.ndarray,
+    aggregate: Mapping[str, Any],
     rater_ids: list[int],
     snapshot: datetime,
     full_at: datetime,
 ) -> None:
+    """Write the state. Kept small, since every refresh rewrites it: 12 bytes per trace (id, row, sum of
+    versions) plus the distinct rows; the annotation count per trace follows from its row."""
     buffer = io.BytesIO()
+    id_type = np.int32 if len(trace_ids) == 0 or trace_ids.max() < 2**31 else np.int64
     arrays = {
-        "trace_ids": trace_ids.astype(np.int64),
+        "trace_ids": trace_ids.astype(id_type),
         "row_of_trace": row_of_trace.astype(np.int32),
-        "per_trace": per_trace.astype(np.int64),
+        "versions": versions.astype(np.int32 if len(versions) == 0 or versions.max() < 2**31 else np.int64),
+        "last_id": np.int64(-1 if aggregate["last_id"] is None else aggregate["last_id"]),
+        "changed": np.int64(_micros(aggregate["changed"])),
         "ratings": items.ratings,
         "closest": items.closest,
     }
@@ -400,8 +401,12 @@ def _incremental(
     if state.key != _state_key(project) or state.full_at < snapshot - STATE_MAX_AGE:
         return None
     with np.load(io.BytesIO(bytes(state.arrays))) as stored:
-        trace_ids, row_of_trace = stored["trace_ids"], stored["row_of_trace"].astype(np.int64)
-        per_trace = stored["per_trace"]
+        trace_ids, row_of_trace = (
+            stored["trace_ids"].astype(np.int64),
+            stored["row_of_trace"].astype(np.int64),
+        )
+        versions = stored["versions"].astype(np.int64)
+        last_id, changed_at = int(stored["last_id"]), int(stored["changed"])
         old = ItemRows(
             ratings=stored["ratings"],
             weight=np.bincount(row_of_trace, minlength=len(stored["ratings"])).astype(np.int64),
@@ -427,12 +432,24 @@ def _incremental(
     sub_items, sub_rows = compress(sub.data, report_settings().windows)
     if (old.primary is None) != (sub_items.primary is None):
         return None
-    sub_stats = _per_trace_stats(annotation_columns(project, {}, traces=changed.tolist()), sub.trace_ids)
+    sub_count, sub_versions, sub_aggregate = _trace_stats(
+        annotation_columns(project, {}, traces=changed.tolist()), sub.trace_ids
+    )
     keep = ~np.isin(trace_ids, changed)
+    # A submitted annotation is never withdrawn (re-saving one as a draft is refused) and a deleted one
+    # empties the key (trigger): a changed trace with fewer annotations than before is a surprise.
+    old_count = (old.ratings >= 0).any(axis=2).sum(axis=1)[row_of_trace[~keep]]
+    new_count = np.zeros(len(old_count), dtype=np.int64)
+    at = np.searchsorted(sub.trace_ids, trace_ids[~keep])
+    found = at < len(sub.trace_ids)
+    found[found] &= sub.trace_ids[at[found]] == trace_ids[~keep][found]
+    new_count[found] = sub_count[at[found]]
+    if (new_count < old_count).any():
+        return None
     merged, (old_map, new_map) = merge_rows([old, sub_items])
     traces = np.concatenate([trace_ids[keep], sub.trace_ids])
     rows = np.concatenate([old_map[row_of_trace[keep]], new_map[sub_rows]])
-    stats = np.concatenate([per_trace[keep], sub_stats])
+    versions = np.concatenate([versions[keep], sub_versions])
     weight = np.bincount(rows, minlength=len(merged.weight)).astype(np.int64)
     used = np.flatnonzero(weight)
     renumber = np.full(len(weight), -1, dtype=np.int64)
@@ -446,18 +463,27 @@ def _incremental(
     present = (items.ratings >= 0).any(axis=2)
     if (items.weight @ present == 0).any():  # a rater left with no annotation: not in a full report
         return None
+    n = int(items.weight @ present.sum(axis=1))
+    # Ids and updated_at only grow (nothing submitted is withdrawn): the newest is the newer of the two.
+    aggregate = {
+        "n": n,
+        "last_id": max(last_id, sub_aggregate["last_id"] or -1) if n else None,
+        "versions": int(versions.sum()) if n else None,
+        "changed": _from_micros(max(changed_at, _micros(sub_aggregate["changed"]))) if n else None,
+    }
     order = np.argsort(traces, kind="stable")
     _save_state(
         project,
         traces[order],
         renumber[rows[order]],
         items,
-        stats[order],
+        versions[order],
+        aggregate,
         list(state.rater_ids),
         snapshot,
         state.full_at,
     )
-    return Rows(items, sub.data.modes, sub.raters, incremental=True), _aggregate(stats)
+    return Rows(items, sub.data.modes, sub.raters, incremental=True), aggregate
 
 
 def _refresh_incremental(project: Project) -> AgreementReport | None:
