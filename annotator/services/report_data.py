@@ -213,6 +213,8 @@ def load_report_input(
             # JIT compiles for a few hundred ms whenever the estimate passes jit_above_cost, which a
             # large join or an expanded JSON list does; these scans gain nothing from it.
             cursor.execute("SET LOCAL jit = off")
+            # Hash joins of millions of rows stay in memory instead of spilling to temporary files.
+            cursor.execute("SET LOCAL work_mem = '256MB'")
             ann = fetch_int_columns(
                 annotations.values_list("id", "assignment__trace_id", "assignment__annotator_id")
             )

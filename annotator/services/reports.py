@@ -250,6 +250,7 @@ def do_compute_report(report_id: int) -> AgreementReport:
             if connection.vendor == "postgresql" and not outer:
                 with connection.cursor() as cursor:
                     cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                    cursor.execute("SET LOCAL work_mem = '256MB'")  # the aggregate's join, in memory
             snapshot = timezone.now()  # no later than the snapshot the reads below see
             fingerprint, _ = _fingerprint(project, report.filters)
             data_updated_at = newest_change(project)

@@ -186,6 +186,7 @@ def _analytics_transaction():
         return
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL jit = off")
+        cursor.execute("SET LOCAL work_mem = '256MB'")  # joins of millions of rows stay in memory
         yield
 
 
