@@ -83,20 +83,34 @@ def data_version(project: Project, query: SignatureQuery) -> str:
         "project": [project.pk, project.created_at],  # ids can be reused (SQLite after a rollback)
         "taxonomy_version": project.taxonomy_version_id,
         "batches": sorted(project.batches.values_list("pk", flat=True)),
-        "newest_trace": Trace.objects.order_by("-pk").values_list("pk", flat=True).first(),
+        "newest_trace": _newest_trace(),
     }
     if query.use_gold:  # every change to gold labels is a GoldHistory row
         parts["gold"] = (
             GoldHistory.objects.filter(project=project).order_by("-pk").values_list("pk", flat=True).first()
         )
     if query.fallback:
-        parts["annotations"] = str(
-            Annotation.objects.filter(assignment__project=project)
-            .order_by("-updated_at")
-            .values_list("updated_at", flat=True)
-            .first()
-        )
+        parts["annotations"] = _newest_annotation_change(project)
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _newest_trace() -> int | None:
+    return Trace.objects.order_by("-pk").values_list("pk", flat=True).first()
+
+
+def _newest_annotation_change(project: Project) -> str:
+    """When any of the project's annotations last changed (the updated_at index: one short range)."""
+    return str(
+        Annotation.objects.filter(assignment__project=project)
+        .order_by("-updated_at")
+        .values_list("updated_at", flat=True)
+        .first()
+    )
+
+
+def _options_key(project: Project, what: str, version: list) -> str:
+    described = json.dumps([project.pk, project.created_at, what, version], default=str)
+    return f"signature-options:{hashlib.sha256(described.encode()).hexdigest()}"
 
 
 def _stored_key(project: Project, query: SignatureQuery, keep_empty: bool) -> str:
@@ -164,23 +178,35 @@ def empty_message(query: SignatureQuery) -> str:
 def filter_options(project: Project, user) -> FilterOptions:
     """The values the filters can take (two queries) and the annotators this user may pick as a source:
     everyone for owners and adjudicators, themself for an annotator, nobody for a viewer."""
-    combos = (
-        Trace.objects.filter(batch__projects=project)
-        .order_by()
-        .values_list("batch__name", "model", "system", "benchmark")
-        .distinct()
+    # Both lists scan the project (a million traces: hundreds of ms), so they are stored like the figures,
+    # under the parts of the data version they depend on.
+    traces_key = _options_key(
+        project, "traces", [sorted(project.batches.values_list("pk", flat=True)), _newest_trace()]
     )
-    columns = [sorted({row[i] for row in combos if row[i]}) for i in range(4)]
+    columns = cache.get(traces_key)
+    if columns is None:
+        combos = (
+            Trace.objects.filter(batch__projects=project)
+            .order_by()
+            .values_list("batch__name", "model", "system", "benchmark")
+            .distinct()
+        )
+        columns = [sorted({row[i] for row in combos if row[i]}) for i in range(4)]
+        cache.set(traces_key, columns, STORED_SECONDS)
     roles = getattr(project, "user_roles", frozenset())
     if roles & REVIEW_ROLES:
-        annotators = sorted(
-            set(
-                Annotation.objects.filter(assignment__project=project, status=Annotation.Status.SUBMITTED)
-                .order_by()
-                .values_list("assignment__annotator__username", flat=True)
-                .distinct()
+        annotators_key = _options_key(project, "annotators", [_newest_annotation_change(project)])
+        annotators = cache.get(annotators_key)
+        if annotators is None:
+            annotators = sorted(
+                set(
+                    Annotation.objects.filter(assignment__project=project, status=Annotation.Status.SUBMITTED)
+                    .order_by()
+                    .values_list("assignment__annotator__username", flat=True)
+                    .distinct()
+                )
             )
-        )
+            cache.set(annotators_key, annotators, STORED_SECONDS)
     elif Role.ANNOTATOR in roles:
         annotators = [user.get_username()]
     else:
