@@ -18,6 +18,7 @@ from annotator.services.imports import do_run_import_job
 from annotator.services.jobs import do_reconcile
 from annotator.services.llm_runs import do_process_run
 from annotator.services.reports import do_compute_report, do_refresh_reports
+from annotator.services.signature_report import do_refresh_signatures
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +44,10 @@ def compute_agreement_report(report_id: int) -> str:
 
 @shared_task(name="annotator.agreement.refresh_reports", **RETRY_ON_DATABASE_OUTAGE)
 def refresh_agreement_reports(project_id: int) -> str:
-    """The debounced recompute scheduled by services.reports.schedule_report_refresh."""
+    """The debounced recompute scheduled by services.reports.schedule_report_refresh: the agreement
+    report, then the default failure signatures, so both pages answer from stored results."""
     report = do_refresh_reports(project_id)
+    do_refresh_signatures(project_id)
     return report.status if report else "no-project"
 
 
