@@ -42,10 +42,13 @@ def compute_agreement_report(report_id: int) -> str:
 
 @shared_task(name="annotator.agreement.refresh_reports", **RETRY_ON_DATABASE_OUTAGE)
 def refresh_agreement_reports(project_id: int) -> str:
-    """The debounced recompute scheduled by services.reports.schedule_report_refresh."""
+    """The debounced recompute scheduled by services.reports.schedule_report_refresh: the agreement
+    report, then the default failure signatures, so both pages answer from stored results."""
     from annotator.services.reports import do_refresh_reports
+    from annotator.services.signature_report import do_refresh_signatures
 
     report = do_refresh_reports(project_id)
+    do_refresh_signatures(project_id)
     return report.status if report else "no-project"
 
 

@@ -69,14 +69,17 @@ def _category_index(labels: NDArray[np.int64], categories: tuple[int, ...]) -> N
     return np.where(present, order[pos], -1)
 
 
-def nominal_agreement(labels: ArrayLike, categories: Sequence[int] | None = None) -> NominalAgreement:
+def nominal_agreement(
+    labels: ArrayLike, categories: Sequence[int] | None = None, weights: ArrayLike | None = None
+) -> NominalAgreement:
     """Observed agreement, Cohen's kappa (2 raters) and nominal Krippendorff's alpha.
 
     ``categories`` fixes the confusion-matrix order and may include codes no
     rater used; by default it is the sorted set of codes present. Cohen's
     kappa uses items both raters labelled and equals scikit-learn's
     ``cohen_kappa_score``; alpha allows missing labels and equals
-    ``krippendorff.alpha(..., level_of_measurement="nominal")``.
+    ``krippendorff.alpha(..., level_of_measurement="nominal")``. ``weights`` (one whole number per row)
+    counts each row as that many identical items.
     """
     arr = np.asarray(labels)
     if arr.ndim != 2:
@@ -93,6 +96,9 @@ def nominal_agreement(labels: ArrayLike, categories: Sequence[int] | None = None
         raise ValueError("categories must be distinct codes >= 0")
     idx = _category_index(arr, cats)
     n_items, n_raters = idx.shape
+    w = np.ones(n_items, dtype=np.int64) if weights is None else np.asarray(weights, dtype=np.int64)
+    if w.shape != (n_items,):
+        raise ValueError(f"weights must have one entry per row ({n_items}); got shape {w.shape}")
     q = max(len(cats), 1)
 
     # counts[i, c]: raters who put item i in category c.
@@ -102,6 +108,7 @@ def nominal_agreement(labels: ArrayLike, categories: Sequence[int] | None = None
     m = counts.sum(axis=1)
     pair = m >= 2
     pc, pm = counts[pair].astype(np.float64), m[pair].astype(np.float64)
+    pw = w[pair].astype(np.float64)
     same_pairs = (pc * (pc - 1)).sum(axis=1)  # ordered pairs of raters that agree
 
     few = (TOO_FEW_RATERS, f"only {n_raters} rater: agreement needs at least 2") if n_raters < 2 else None
@@ -110,11 +117,12 @@ def nominal_agreement(labels: ArrayLike, categories: Sequence[int] | None = None
     elif not pair.any():
         observed = Estimate.undefined(NO_OVERLAP, "no overlap: no item was labelled by at least 2 raters")
     else:
-        observed = Estimate.of(np.mean(same_pairs / (pm * (pm - 1))))
+        share = same_pairs / (pm * (pm - 1))
+        observed = Estimate.of(np.mean(share) if weights is None else (share @ pw) / pw.sum())
 
     # Krippendorff: alpha = 1 - (n-1) * (n - sum_u same_u/(m_u-1)) / (n^2 - sum_c n_c^2)
-    n = pm.sum()
-    n_c = pc.sum(axis=0)
+    n = pm @ pw
+    n_c = pw @ pc
     expected = n * n - (n_c * n_c).sum()
     if few:
         alpha = Estimate.undefined(*few)
@@ -128,7 +136,7 @@ def nominal_agreement(labels: ArrayLike, categories: Sequence[int] | None = None
             NO_VARIATION, f"no variation: every pairable label is {only} (expected disagreement is 0)"
         )
     else:
-        alpha = Estimate.of(1.0 - (n - 1.0) * (n - (same_pairs / (pm - 1)).sum()) / expected)
+        alpha = Estimate.of(1.0 - (n - 1.0) * (n - (same_pairs / (pm - 1)) @ pw) / expected)
 
     confusion = None
     if n_raters != 2:
@@ -138,12 +146,13 @@ def nominal_agreement(labels: ArrayLike, categories: Sequence[int] | None = None
     else:
         both = present[:, 0] & present[:, 1]
         cells = idx[both, 0] * q + idx[both, 1]
-        confusion = np.bincount(cells, minlength=q * q).reshape(q, q)[: len(cats), : len(cats)]
+        confusion = np.bincount(cells, weights=w[both], minlength=q * q).astype(np.int64)
+        confusion = confusion.reshape(q, q)[: len(cats), : len(cats)]
         confusion.flags.writeable = False
         cohen = _cohen_from_confusion(confusion, cats)
     return NominalAgreement(
         n_raters=n_raters,
-        n_items=int(pair.sum()),
+        n_items=int(w[pair].sum()),
         categories=cats,
         observed_agreement=observed,
         cohen_kappa=cohen,

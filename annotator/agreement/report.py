@@ -30,22 +30,20 @@ from annotator.agreement.nominal import nominal_agreement
 from annotator.agreement.ratings import as_ratings
 from annotator.agreement.results import NO_PAIRS, ConfidenceInterval, Estimate
 from annotator.agreement.setstats import masi_alpha_from_ratings
-from annotator.agreement.stats import ModeAgreement, binary_mode_agreement
-from annotator.agreement.summaries import (
-    localisation_agreement,
-    macro_average,
-    pairwise_matrix,
-    per_item_agreement,
-)
+from annotator.agreement.stats import ModeAgreement, binary_mode_agreement, row_weights, weighted_sum
+from annotator.agreement.summaries import macro_average, pairwise_matrix, per_item_agreement
 
 __all__ = [
     "NO_PRIMARY",
     "SCHEMA",
     "EvidenceRows",
+    "ItemRows",
     "ModeInfo",
     "ReportInput",
     "ReportSettings",
     "build_report",
+    "build_report_from_rows",
+    "compress",
     "estimate_json",
     "interval_json",
 ]
@@ -90,6 +88,31 @@ class ReportInput:
 
 
 @dataclass(frozen=True)
+class ItemRows:
+    """The report's input reduced to what every statistic reads: distinct item rows and how many items
+    each stands for.
+
+    Why: every number of the report is a sum over items of a function of the item's row (its ratings,
+    its primary labels and, per rater pair and mode, how close the pinned steps are), so identical rows
+    can be counted instead of repeated. A million traces collapse to a few thousand rows, and an
+    incremental refresh only has to move the changed traces from one row's count to another's.
+
+    ``ratings`` is (rows, raters, modes) as in :class:`ReportInput`; ``primary`` (rows, raters) or None;
+    ``closest`` (rows, rater pairs, modes) holds :func:`localisation_codes`; ``weight`` (rows,) the counts.
+    """
+
+    ratings: NDArray[np.int8]
+    weight: NDArray[np.int64]
+    primary: NDArray[np.int64] | None
+    closest: NDArray[np.int16]
+
+
+# Localisation codes of one (item, rater pair, mode) cell; a code >= 0 is the smallest distance between a
+# step pinned by one rater and a step pinned by the other, capped at max(windows) + 1.
+NOT_BOTH, NEITHER_PINNED, ONLY_A_PINNED, ONLY_B_PINNED = -4, -3, -2, -1
+
+
+@dataclass(frozen=True)
 class ReportSettings:
     n_boot: int = 1000
     pair_n_boot: int = 200
@@ -124,10 +147,153 @@ def build_report(data: ReportInput, settings: ReportSettings | None = None) -> d
     """Every section of the report, as JSON-ready values (floats, ints, strings, None)."""
     settings = settings or ReportSettings()
     r = as_ratings(data.ratings)
-    _, n_raters, n_modes = r.shape
-    if n_raters != len(data.raters) or n_modes != len(data.modes):
+    if r.shape[1] != len(data.raters) or r.shape[2] != len(data.modes):
         raise ValueError("ratings shape does not match raters and modes")
-    rows = binary_mode_agreement(r, n_boot=settings.n_boot, seed=settings.seed, ci=settings.ci)
+    items, _ = compress(data, settings.windows)
+    return build_report_from_rows(items, data.raters, data.modes, settings)
+
+
+def _windows(windows: Sequence[int]) -> list[int]:
+    return list(windows) or [0]
+
+
+def localisation_codes(
+    ratings: NDArray[np.int8], evidence: EvidenceRows | None, windows: Sequence[int]
+) -> NDArray[np.int16]:
+    """Per (item, rater pair, mode): NOT_BOTH unless both raters chose the mode; then who pinned a step
+    (NEITHER_PINNED, ONLY_A_PINNED, ONLY_B_PINNED) or, when both did, the smallest distance between a
+    step of one and a step of the other, capped at max(windows) + 1 (all that the windows can tell).
+
+    Vectorised: per rater pair, the pinned steps of the cells both chose become sorted integer keys
+    (cell, rank of the step), and one ``searchsorted`` finds each step's nearest neighbour in the other
+    rater's steps of the same cell."""
+    n_items, n_raters, n_modes = ratings.shape
+    pairs = list(combinations(range(n_raters), 2))
+    cap = max(_windows(windows)) + 1
+    codes = np.full((n_items, len(pairs), n_modes), NOT_BOTH, dtype=np.int16)
+    if evidence is not None and len(evidence.step):
+        ev_cell = evidence.item.astype(np.int64) * n_modes + evidence.mode
+        ev_rater, ev_step = np.asarray(evidence.rater), np.asarray(evidence.step, dtype=np.int64)
+        steps, ev_rank = np.unique(ev_step, return_inverse=True)
+    else:
+        ev_cell = ev_rater = ev_rank = np.zeros(0, dtype=np.int64)
+        steps = np.zeros(0, dtype=np.int64)
+    n_steps = max(len(steps), 1)
+    for p, (a, b) in enumerate(pairs):
+        items, modes = np.nonzero((ratings[:, a] == 1) & (ratings[:, b] == 1))
+        cells = items.astype(np.int64) * n_modes + modes  # sorted: nonzero is row-major
+        side = []
+        for rater in (a, b):
+            mine = ev_rater == rater
+            cell, rank = ev_cell[mine], ev_rank[mine]
+            inside = np.isin(cell, cells)
+            side.append((cell[inside], rank[inside]))
+        has_a, has_b = np.isin(cells, side[0][0]), np.isin(cells, side[1][0])
+        code = np.where(
+            has_a & has_b,
+            cap,
+            np.where(has_a, ONLY_A_PINNED, np.where(has_b, ONLY_B_PINNED, NEITHER_PINNED)),
+        ).astype(np.int64)
+        (cell_a, rank_a), (cell_b, rank_b) = side
+        if len(cell_a) and len(cell_b):
+            key_b = np.sort(cell_b * n_steps + rank_b)
+            key_a = cell_a * n_steps + rank_a
+            pos = np.searchsorted(key_b, key_a)
+            best = np.full(len(key_a), cap, dtype=np.int64)
+            for cand in (pos - 1, pos):  # the nearest step of b is just below or at/above
+                c = np.clip(cand, 0, len(key_b) - 1)
+                same = (cand >= 0) & (cand < len(key_b)) & (key_b[c] // n_steps == cell_a)
+                distance = np.abs(steps[key_b[c] % n_steps] - steps[rank_a])
+                best = np.where(same, np.minimum(best, distance), best)
+            closest = np.full(len(cells), cap, dtype=np.int64)
+            np.minimum.at(closest, np.searchsorted(cells, cell_a), best)
+            code = np.where(has_a & has_b, closest, code)
+        codes[items, p, modes] = code
+    return codes
+
+
+def compress(data: ReportInput, windows: Sequence[int]) -> tuple[ItemRows, NDArray[np.int64]]:
+    """The distinct item rows of `data` with their counts, and for each item the index of its row."""
+    r = as_ratings(data.ratings)
+    n_items = r.shape[0]
+    closest = localisation_codes(r, data.evidence, windows)
+    parts = [
+        r.reshape(n_items, r.shape[1] * r.shape[2]).view(np.uint8),
+        closest.reshape(n_items, closest.shape[1] * closest.shape[2]).view(np.uint8),
+    ]
+    if data.primary is not None:
+        parts.append(np.ascontiguousarray(data.primary, dtype=np.int64).view(np.uint8))
+    packed = np.ascontiguousarray(np.concatenate(parts, axis=1))
+    width = packed.shape[1]
+    if n_items == 0 or width == 0:
+        keys = np.zeros(n_items, dtype=np.int64)
+        first = np.zeros(min(n_items, 1), dtype=np.int64)
+        counts = np.array([n_items] if n_items else [], dtype=np.int64)
+        inverse = keys
+    else:
+        rows = packed.view(np.dtype((np.void, width))).ravel()
+        _, first, inverse, counts = np.unique(
+            rows, return_index=True, return_inverse=True, return_counts=True
+        )
+    return (
+        ItemRows(
+            ratings=r[first],
+            weight=counts.astype(np.int64),
+            primary=None if data.primary is None else np.asarray(data.primary, dtype=np.int64)[first],
+            closest=closest[first],
+        ),
+        inverse.reshape(-1).astype(np.int64),
+    )
+
+
+def merge_rows(parts: Sequence[ItemRows]) -> tuple[ItemRows, list[NDArray[np.int64]]]:
+    """Several ItemRows (same raters and modes) as one, identical rows merged; for each part, the index
+    in the result of each of its rows."""
+    ratings = np.concatenate([p.ratings for p in parts])
+    closest = np.concatenate([p.closest for p in parts])
+    primary = None if parts[0].primary is None else np.concatenate([p.primary for p in parts])
+    weight = np.concatenate([p.weight for p in parts])
+    n = len(ratings)
+    fields = [
+        ratings.reshape(n, ratings.shape[1] * ratings.shape[2]).view(np.uint8),
+        closest.reshape(n, closest.shape[1] * closest.shape[2]).view(np.uint8),
+    ]
+    if primary is not None:
+        fields.append(np.ascontiguousarray(primary, dtype=np.int64).view(np.uint8))
+    packed = np.ascontiguousarray(np.concatenate(fields, axis=1))
+    if n == 0 or packed.shape[1] == 0:
+        first = np.zeros(min(n, 1), dtype=np.int64)
+        inverse = np.zeros(n, dtype=np.int64)
+    else:
+        rows = packed.view(np.dtype((np.void, packed.shape[1]))).ravel()
+        _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+    merged = ItemRows(
+        ratings=ratings[first],
+        weight=np.bincount(inverse, weights=weight, minlength=len(first)).astype(np.int64),
+        primary=None if primary is None else primary[first],
+        closest=closest[first],
+    )
+    bounds = np.cumsum([0, *(len(p.weight) for p in parts)])
+    return merged, [inverse[bounds[k] : bounds[k + 1]] for k in range(len(parts))]
+
+
+def build_report_from_rows(
+    items: ItemRows,
+    raters: Sequence[str],
+    modes: Sequence[ModeInfo],
+    settings: ReportSettings | None = None,
+) -> dict[str, Any]:
+    """The report from distinct item rows and their counts (see :class:`ItemRows`); equal to
+    :func:`build_report` on the items they stand for."""
+    settings = settings or ReportSettings()
+    r = as_ratings(items.ratings)
+    w = row_weights(items.weight, r.shape[0])
+    _, n_raters, n_modes = r.shape
+    if n_raters != len(raters) or n_modes != len(modes):
+        raise ValueError("ratings shape does not match raters and modes")
+    data = ReportInput(ratings=r, raters=tuple(raters), modes=tuple(modes), primary=items.primary)
+    rows = binary_mode_agreement(r, n_boot=settings.n_boot, seed=settings.seed, ci=settings.ci, weights=w)
     kappa_statistic = "cohen_kappa" if n_raters == 2 else "fleiss_kappa"
     modes_json = [_mode_json(row, info, data.raters) for row, info in zip(rows, data.modes, strict=True)]
     report: dict[str, Any] = {
@@ -140,18 +306,18 @@ def build_report(data: ReportInput, settings: ReportSettings | None = None) -> d
             "seed": settings.seed,
             "windows": list(settings.windows),
         },
-        "counts": _counts(r),
-        "raters": _raters(r, data.raters),
+        "counts": _counts(r, w),
+        "raters": _raters(r, w, data.raters),
         "kappa_statistic": kappa_statistic,
         "modes": modes_json,
-        "coarse_modes": _coarse(r, data, settings),
+        "coarse_modes": _coarse(r, w, data, settings),
         "categories": [],
         "overall": {},
-        "masi_alpha": _masi(r),
-        "pairs": _pairs(r, data, rows, settings),
-        "per_item": _per_item(r),
-        "localisation": _localisation(r, data, settings.windows),
-        "primary": _primary(data) if data.primary is not None else None,
+        "masi_alpha": _masi(r, w),
+        "pairs": _pairs(r, w, data, rows, settings),
+        "per_item": _per_item(r, w),
+        "localisation": _localisation(items.closest, w, data, settings.windows),
+        "primary": _primary(data, w) if data.primary is not None else None,
     }
     report["categories"], report["overall"] = _macro(modes_json, data.modes, kappa_statistic)
     _mean_pairwise_cohen(report)
@@ -274,32 +440,33 @@ def _mode_json(row: ModeAgreement, info: ModeInfo, raters: Sequence[str]) -> dic
     }
 
 
-def _counts(r: NDArray[np.int8]) -> dict[str, int]:
+def _counts(r: NDArray[np.int8], w: NDArray[np.int64]) -> dict[str, int]:
     present = (r >= 0).any(axis=2)
     nothing = present & ~(r == 1).any(axis=2)
     return {
-        "items": int(present.any(axis=1).sum()),
-        "items_with_two_or_more_raters": int((present.sum(axis=1) >= 2).sum()),
-        "annotations": int(present.sum()),
-        "no_failure_annotations": int(nothing.sum()),
-        "labels": int((r == 1).sum()),
+        "items": int(w @ present.any(axis=1)),
+        "items_with_two_or_more_raters": int(w @ (present.sum(axis=1) >= 2)),
+        "annotations": int(weighted_sum(present, w).sum()),
+        "no_failure_annotations": int(weighted_sum(nothing, w).sum()),
+        "labels": int(weighted_sum(r == 1, w).sum()),
         "raters": int(r.shape[1]),
     }
 
 
-def _raters(r: NDArray[np.int8], names: Sequence[str]) -> list[dict[str, Any]]:
+def _raters(r: NDArray[np.int8], w: NDArray[np.int64], names: Sequence[str]) -> list[dict[str, Any]]:
     present = (r >= 0).any(axis=2)
     chosen = (r == 1).sum(axis=2)
     out = []
     for j, name in enumerate(names):
-        n = int(present[:, j].sum())
+        n = int(w @ present[:, j])
+        labels = int(w @ chosen[:, j])
         out.append(
             {
                 "username": name,
                 "annotations": n,
-                "no_failure_annotations": int((present[:, j] & (chosen[:, j] == 0)).sum()),
-                "labels": int(chosen[:, j].sum()),
-                "mean_labels_per_annotation": float(chosen[:, j].sum() / n) if n else None,
+                "no_failure_annotations": int(w @ (present[:, j] & (chosen[:, j] == 0))),
+                "labels": labels,
+                "mean_labels_per_annotation": float(labels / n) if n else None,
             }
         )
     return out
@@ -335,7 +502,9 @@ def _macro(
     return categories, overall
 
 
-def _coarse(r: NDArray[np.int8], data: ReportInput, settings: ReportSettings) -> list[dict[str, Any]] | None:
+def _coarse(
+    r: NDArray[np.int8], w: NDArray[np.int64], data: ReportInput, settings: ReportSettings
+) -> list[dict[str, Any]] | None:
     """Subtypes rolled up into their top-level mode; None when the taxonomy has no subtypes."""
     if not any(m.parent for m in data.modes):
         return None
@@ -351,12 +520,14 @@ def _coarse(r: NDArray[np.int8], data: ReportInput, settings: ReportSettings) ->
     chosen = ((r == 1).astype(np.int64) @ membership) > 0
     missing = (r < 0).all(axis=2, keepdims=True)
     coarse = np.where(missing, -1, chosen).astype(np.int8)
-    rows = binary_mode_agreement(coarse, n_boot=settings.n_boot, seed=settings.seed, ci=settings.ci)
+    rows = binary_mode_agreement(
+        coarse, n_boot=settings.n_boot, seed=settings.seed, ci=settings.ci, weights=w
+    )
     return [_mode_json(row, data.modes[j], data.raters) for row, j in zip(rows, top, strict=True)]
 
 
-def _masi(r: NDArray[np.int8]) -> dict[str, Any]:
-    result = masi_alpha_from_ratings(r)
+def _masi(r: NDArray[np.int8], w: NDArray[np.int64]) -> dict[str, Any]:
+    result = masi_alpha_from_ratings(r, w)
     return {
         "alpha": estimate_json(result.alpha),
         "n_items": result.n_items,
@@ -367,12 +538,16 @@ def _masi(r: NDArray[np.int8]) -> dict[str, Any]:
 
 
 def _pairs(
-    r: NDArray[np.int8], data: ReportInput, rows: list[ModeAgreement], settings: ReportSettings
+    r: NDArray[np.int8],
+    w: NDArray[np.int64],
+    data: ReportInput,
+    rows: list[ModeAgreement],
+    settings: ReportSettings,
 ) -> list[dict[str, Any]]:
     """Every rater pair: overlap, macro kappa, pooled observed agreement, and per-mode Cohen's kappa with
     an interval. With exactly two raters the per-mode rows are the main table's (full n_boot)."""
     n_raters = r.shape[1]
-    matrix = pairwise_matrix(r)
+    matrix = pairwise_matrix(r, w)
     out = []
     for a, b in combinations(range(n_raters), 2):
         if n_raters == 2:
@@ -381,7 +556,9 @@ def _pairs(
             sub = r[:, [a, b], :]
             both = ((sub[:, 0] >= 0) & (sub[:, 1] >= 0)).any(axis=1)
             n_boot = settings.pair_n_boot
-            pair_rows = binary_mode_agreement(sub[both], n_boot=n_boot, seed=settings.seed, ci=settings.ci)
+            pair_rows = binary_mode_agreement(
+                sub[both], n_boot=n_boot, seed=settings.seed, ci=settings.ci, weights=w[both]
+            )
         observed = matrix.observed_agreement[a, b]
         entry = {
             "a": data.raters[a],
@@ -405,68 +582,62 @@ def _pairs(
             "primary": None,
         }
         if data.primary is not None:
-            nominal = nominal_agreement(data.primary[:, [a, b]], categories=range(len(data.modes) + 1))
+            nominal = nominal_agreement(
+                data.primary[:, [a, b]], categories=range(len(data.modes) + 1), weights=w
+            )
             entry["primary"] = {"n_items": nominal.n_items, "cohen_kappa": estimate_json(nominal.cohen_kappa)}
         out.append(entry)
     return out
 
 
-def _per_item(r: NDArray[np.int8]) -> dict[str, Any]:
+def _per_item(r: NDArray[np.int8], w: NDArray[np.int64]) -> dict[str, Any]:
     """How many modes each trace's raters disagree on: the distribution behind the adjudication queue."""
     per_item = per_item_agreement(r)
     compared = per_item.n_modes_compared > 0
     disputed = (per_item.n_modes_compared - per_item.n_modes_agreed)[compared]
-    counts = np.bincount(np.minimum(disputed, _DISPUTE_BINS), minlength=_DISPUTE_BINS + 1)
+    counts = np.bincount(
+        np.minimum(disputed, _DISPUTE_BINS), weights=w[compared], minlength=_DISPUTE_BINS + 1
+    ).astype(np.int64)
     labels = [str(k) for k in range(_DISPUTE_BINS)] + [f"{_DISPUTE_BINS}+"]
-    n = int(compared.sum())
+    n = int(w[compared].sum())
     return {
         "n_items": n,
         "full_agreement": int(counts[0]),
-        "mean_fraction_agreed": float(per_item.fraction[compared].mean()) if n else None,
+        "mean_fraction_agreed": float(per_item.fraction[compared] @ w[compared] / n) if n else None,
         "by_disputed_modes": [
             {"disputed": label, "count": int(c)} for label, c in zip(labels, counts, strict=True)
         ],
     }
 
 
-def _steps_by_cell(evidence: EvidenceRows | None, n_raters: int, n_modes: int) -> dict[int, tuple[int, ...]]:
-    """(item, rater, mode) key -> the steps pinned there, grouped with one sort (no per-row numpy calls)."""
-    if evidence is None or len(evidence.step) == 0:
-        return {}
-    keys = (evidence.item * n_raters + evidence.rater) * n_modes + evidence.mode
-    order = np.argsort(keys, kind="stable")
-    keys, steps = keys[order], evidence.step[order].tolist()
-    unique, starts = np.unique(keys, return_index=True)
-    bounds = [*starts.tolist(), len(steps)]
-    return {k: tuple(steps[bounds[i] : bounds[i + 1]]) for i, k in enumerate(unique.tolist())}
-
-
-def _localisation(r: NDArray[np.int8], data: ReportInput, windows: Sequence[int]) -> dict[str, Any]:
+def _localisation(
+    closest: NDArray[np.int16], w: NDArray[np.int64], data: ReportInput, windows: Sequence[int]
+) -> dict[str, Any]:
     """Where two raters chose the same mode on a trace, did they pin the same step (or one within w)?
 
-    Every rater pair contributes its (trace, mode) cells chosen by both. Per mode, then overall as the
-    sum of the per-mode counts (the counts are additive, so nothing is computed twice)."""
-    _, n_raters, n_modes = r.shape
-    steps = _steps_by_cell(data.evidence, n_raters, n_modes)
-    by_mode: list[list[tuple[tuple[int, ...], tuple[int, ...]]]] = [[] for _ in range(n_modes)]
-    for a, b in combinations(range(n_raters), 2):
-        items, modes = np.nonzero((r[:, a] == 1) & (r[:, b] == 1))
-        key_a = (items * n_raters + a) * n_modes + modes
-        key_b = (items * n_raters + b) * n_modes + modes
-        for mode, ka, kb in zip(modes.tolist(), key_a.tolist(), key_b.tolist(), strict=True):
-            by_mode[mode].append((steps.get(ka, ()), steps.get(kb, ())))
-    windows = list(windows) or [0]
+    Every rater pair contributes its (trace, mode) cells chosen by both (``closest``, see
+    :func:`localisation_codes`). Per mode, then overall as the sum of the per-mode counts."""
+    windows = _windows(windows)
+
+    def count(mask: NDArray[np.bool_]) -> NDArray[np.int64]:
+        return weighted_sum(mask, w).sum(axis=0) if mask.ndim == 3 else np.zeros(0, dtype=np.int64)
+
+    n_modes = len(data.modes)
+    if closest.shape[1] == 0:
+        closest = np.full((closest.shape[0], 1, n_modes), NOT_BOTH, dtype=np.int16)
+    pinned = closest >= 0
+    per_key = {
+        "n_pairs_chosen_by_both": count(closest != NOT_BOTH),
+        "n_pairs": count(pinned),
+        "n_exact": count(closest == 0),
+        "n_only_one_pinned": count((closest == ONLY_A_PINNED) | (closest == ONLY_B_PINNED)),
+        "n_neither_pinned": count(closest == NEITHER_PINNED),
+    }
+    within = [count(pinned & (closest <= window)) for window in windows]
     per_mode = []
-    for info, pairs in zip(data.modes, by_mode, strict=True):
-        results = [localisation_agreement(pairs, w) for w in windows]
-        counts = {
-            "n_pairs_chosen_by_both": len(pairs),
-            "n_pairs": results[0].n_pairs,
-            "n_exact": results[0].n_exact,
-            "n_within": [res.n_within_window for res in results],
-            "n_only_one_pinned": results[0].n_only_a_pinned + results[0].n_only_b_pinned,
-            "n_neither_pinned": results[0].n_neither_pinned,
-        }
+    for j, info in enumerate(data.modes):
+        counts = {key: int(values[j]) for key, values in per_key.items()}
+        counts["n_within"] = [int(values[j]) for values in within]
         per_mode.append((info.code, counts))
     total = {
         key: (
@@ -512,10 +683,10 @@ def _localisation_json(counts: dict[str, Any], windows: Sequence[int]) -> dict[s
     }
 
 
-def _primary(data: ReportInput) -> dict[str, Any]:
+def _primary(data: ReportInput, w: NDArray[np.int64]) -> dict[str, Any]:
     """Single-primary taxonomies: the primary label as one nominal variable (kappa, alpha, confusion)."""
     categories = [m.code for m in data.modes] + [NO_PRIMARY]
-    nominal = nominal_agreement(data.primary, categories=range(len(categories)))
+    nominal = nominal_agreement(data.primary, categories=range(len(categories)), weights=w)
     confusion = None
     if nominal.confusion is not None:
         confusion = {

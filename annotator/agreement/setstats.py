@@ -113,14 +113,15 @@ def masi_alpha(label_sets: Sequence[Sequence[AbstractSet[Hashable] | None]]) -> 
     return _masi_encoded(*_encode(label_sets))
 
 
-def masi_alpha_from_ratings(ratings: ArrayLike) -> MasiAlpha:
+def masi_alpha_from_ratings(ratings: ArrayLike, weights: ArrayLike | None = None) -> MasiAlpha:
     """:func:`masi_alpha` straight from a ``(n_items, n_raters, n_modes)`` ratings tensor.
 
     Rater ``j``'s set for item ``i`` is the modes rated 1; a rater whose
     row is all missing (-1) did not label the item. Why a second entry point:
     building Python sets for 100,000 traces costs more than the statistic,
     so here the sets are bit-packed rows of the tensor and the distinct sets
-    come from ``np.unique`` over those rows -- no per-item Python.
+    come from ``np.unique`` over those rows -- no per-item Python. ``weights`` (one whole number per
+    row) counts each row as that many identical items.
     """
     r = as_ratings(ratings)
     n_items, n_raters, n_modes = r.shape
@@ -130,29 +131,41 @@ def masi_alpha_from_ratings(ratings: ArrayLike) -> MasiAlpha:
     packed = np.packbits(bits, axis=-1, bitorder="little").view(np.uint64)  # (items, raters, words)
     present = (r >= 0).any(axis=2)
     flat = packed.reshape(-1, n_words)
-    words, inverse = np.unique(flat[present.ravel()], axis=0, return_inverse=True)
+    if n_words == 1:  # up to 64 modes: a 1-D unique of the words, far faster than rows
+        words, inverse = np.unique(flat[present.ravel(), 0], return_inverse=True)
+        words = words[:, None]
+    else:
+        words, inverse = np.unique(flat[present.ravel()], axis=0, return_inverse=True)
     ids = np.full(n_items * n_raters, -1, dtype=np.int64)
     ids[present.ravel()] = inverse.ravel()
-    return _masi_encoded(ids.reshape(n_items, n_raters), words.reshape(-1, n_words))
+    w = None if weights is None else np.asarray(weights, dtype=np.int64)
+    if w is not None and w.shape != (n_items,):
+        raise ValueError(f"weights must have one entry per row ({n_items}); got shape {w.shape}")
+    return _masi_encoded(ids.reshape(n_items, n_raters), words.reshape(-1, n_words), w)
 
 
-def _masi_encoded(ids: NDArray[np.int64], words: NDArray[np.uint64]) -> MasiAlpha:
-    """The alpha itself, on sets encoded as ids (items x raters, -1 missing) into rows of bit words."""
+def _masi_encoded(
+    ids: NDArray[np.int64], words: NDArray[np.uint64], weights: NDArray[np.int64] | None = None
+) -> MasiAlpha:
+    """The alpha itself, on sets encoded as ids (items x raters, -1 missing) into rows of bit words;
+    row i counts ``weights[i]`` times (once when None)."""
+    w = np.ones(ids.shape[0], dtype=np.int64) if weights is None else weights
     sizes = np.bitwise_count(words).sum(axis=1, dtype=np.int64)
     present = ids >= 0
     m = present.sum(axis=1)
     pair = m >= 2
-    n_values = int(m[pair].sum())
-    n_items = int(pair.sum())
+    n_values = int((m[pair] * w[pair]).sum())
+    n_items = int(w[pair].sum())
 
     def undefined(code: str, reason: str) -> MasiAlpha:
         return MasiAlpha(Estimate.undefined(code, reason), n_items, n_values, None, None)
 
     if n_values < 2:
         return undefined(TOO_FEW_PAIRABLE, "fewer than 2 pairable values: no item has at least 2 label sets")
-    pair_ids = ids[pair]
+    pair_ids, pair_w = ids[pair], w[pair]
+    value_w = np.broadcast_to(pair_w[:, None], pair_ids.shape)[pair_ids >= 0]
     values = pair_ids[pair_ids >= 0]
-    freq = np.bincount(values, minlength=len(words))
+    freq = np.bincount(values, weights=value_w, minlength=len(words)).astype(np.int64)
     used = np.flatnonzero(freq)
     if len(used) == 1:
         return undefined(
@@ -167,7 +180,8 @@ def _masi_encoded(ids: NDArray[np.int64], words: NDArray[np.uint64]) -> MasiAlph
             both = (pair_ids[:, a] >= 0) & (pair_ids[:, b] >= 0)
             ia, ib = pair_ids[both, a], pair_ids[both, b]
             inter = np.bitwise_count(words[ia] & words[ib]).sum(axis=1, dtype=np.int64)
-            observed_sum += 2.0 * (_masi_from_counts(sizes[ia], sizes[ib], inter) / (pm[both] - 1.0)).sum()
+            d = _masi_from_counts(sizes[ia], sizes[ib], inter) / (pm[both] - 1.0)
+            observed_sum += 2.0 * (d * pair_w[both] if weights is not None else d).sum()
     observed = observed_sum / n_values
 
     # Expected: sum_{j,l} n_j n_l d(j, l) / (n (n - 1)) over distinct pairable sets, in blocks.

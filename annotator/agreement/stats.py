@@ -301,6 +301,37 @@ def _estimate(value: float, reason: tuple[str, str] | None) -> Estimate:
     return Estimate.of(value)
 
 
+# --- weights (a row standing for several identical items) ---
+
+
+def row_weights(weights: ArrayLike | None, n_rows: int) -> NDArray[np.int64]:
+    """Validated weights (ones when None): whole numbers >= 0, one per row."""
+    if weights is None:
+        return np.ones(n_rows, dtype=np.int64)
+    w = np.asarray(weights)
+    if w.shape != (n_rows,):
+        raise ValueError(f"weights must have one entry per row ({n_rows}); got shape {w.shape}")
+    if w.size and (not np.issubdtype(w.dtype, np.integer) or (w < 0).any()):
+        raise ValueError("weights must be whole numbers >= 0")
+    return w.astype(np.int64)
+
+
+def weighted_sum(values: NDArray, w: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Sum over the first axis, each row counted ``w`` times; exact integers for boolean input."""
+    flat = values.reshape(values.shape[0], int(np.prod(values.shape[1:])))
+    if values.dtype == np.bool_ and int(w.sum()) < 2**53:
+        # Through BLAS in float64: every partial sum is a whole number below 2**53, so exact.
+        return (
+            np.rint(w.astype(np.float64) @ flat.astype(np.float64)).astype(np.int64).reshape(values.shape[1:])
+        )
+    return (w @ flat.astype(np.int64)).reshape(values.shape[1:])
+
+
+def _bincount(codes: NDArray[np.int64], w: NDArray[np.int64], size: int) -> NDArray[np.int64]:
+    """Integer bincount with integer weights (numpy's weighted bincount is float; exact below 2**53)."""
+    return np.bincount(codes, weights=w, minlength=size).astype(np.int64)
+
+
 # --- bootstrap ---
 
 
@@ -370,7 +401,12 @@ def _intervals(
 
 
 def binary_mode_agreement(
-    ratings: ArrayLike, *, n_boot: int = 1000, seed: int = 0, ci: float = 0.95
+    ratings: ArrayLike,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    ci: float = 0.95,
+    weights: ArrayLike | None = None,
 ) -> list[ModeAgreement]:
     """Per-mode agreement statistics with bootstrap intervals, one row per mode.
 
@@ -378,27 +414,35 @@ def binary_mode_agreement(
     docs). Every statistic is computed for all modes at once; the bootstrap
     resamples items (independently per mode) and covers kappa (Cohen with 2
     raters, Fleiss otherwise) and Krippendorff's alpha.
+
+    ``weights`` (whole numbers, one per row) says how many items each row stands for: the result equals
+    that of the tensor with every row repeated ``weights`` times (every statistic is a sum over items,
+    and the bootstrap only sees the state counts), so a million traces can be passed as their few
+    thousand distinct rows.
     """
     if n_boot < 0:
         raise ValueError("n_boot must be >= 0")
     if not 0.0 < ci < 1.0:
         raise ValueError("ci must be in (0, 1)")
     r = as_ratings(ratings)
-    n_items, n_raters, n_modes = r.shape
+    n_rows, n_raters, n_modes = r.shape
+    w = row_weights(weights, n_rows)
+    n_items = int(w.sum())
     cohen_names = _COHEN_FEATURES if n_raters == 2 else ()
     names = _FLEISS_FEATURES + _ALPHA_FEATURES + cohen_names
     codes, states = _state_codes(r)
     n_states = states.shape[0]
     offsets = np.arange(n_modes, dtype=np.int64) * n_states
-    state_counts = np.bincount((codes + offsets).ravel(), minlength=n_modes * n_states).reshape(n_modes, -1)
+    state_counts = _bincount((codes + offsets).ravel(), np.repeat(w, n_modes), n_modes * n_states)
+    state_counts = state_counts.reshape(n_modes, -1)
     table = _state_features(states, names)
     s = _as_sums(state_counts.astype(np.float64) @ table, names)
 
     observed, fleiss, gwet, alpha = _observed(s), _fleiss(s), _gwet(s), _alpha(s)
     cohen = _cohen(s) if cohen_names else np.full(n_modes, np.nan)
-    rated_by = (r >= 0).sum(axis=0)
+    rated_by = weighted_sum(r >= 0, w)
     with np.errstate(divide="ignore", invalid="ignore"):
-        prevalence = (r == 1).sum(axis=0) / rated_by
+        prevalence = weighted_sum(r == 1, w) / rated_by
 
     kappa_name, kappa_fn = ("cohen_kappa", _cohen) if n_raters == 2 else ("fleiss_kappa", _fleiss)
     kappa_point = cohen if n_raters == 2 else fleiss

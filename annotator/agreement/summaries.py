@@ -79,24 +79,28 @@ class PairwiseAgreement:
         return Estimate.of(self.kappa[a, b])
 
 
-def pairwise_matrix(ratings: ArrayLike) -> PairwiseAgreement:
+def pairwise_matrix(ratings: ArrayLike, weights: ArrayLike | None = None) -> PairwiseAgreement:
     """Cohen's kappa (macro over modes), observed agreement and overlap for every rater pair.
 
     The 2x2 table of every (pair, mode) is computed for all items and modes
-    at once; only the (small) set of rater pairs is looped over.
+    at once; only the (small) set of rater pairs is looped over. ``weights``
+    (one whole number per row) counts each row as that many identical items.
     """
     r = as_ratings(ratings)
     n_raters, n_modes = r.shape[1], r.shape[2]
+    w = np.ones(r.shape[0], dtype=np.int64) if weights is None else np.asarray(weights, dtype=np.int64)
+    if w.shape != (r.shape[0],):
+        raise ValueError(f"weights must have one entry per row ({r.shape[0]}); got shape {w.shape}")
     valid, ones = r >= 0, r == 1
     # Per (rater a, rater b, mode): items both rated, of which a chose the mode, and agreements.
     shared, a1, agree = (np.zeros((n_raters, n_raters, n_modes)) for _ in range(3))
     for a in range(n_raters):  # loop over rater pairs; each step is vectorised over items x modes
         for b in range(a, n_raters):
             both = valid[:, a] & valid[:, b]
-            shared[a, b] = shared[b, a] = both.sum(axis=0)
-            a1[a, b] = (ones[:, a] & both).sum(axis=0)
-            a1[b, a] = (ones[:, b] & both).sum(axis=0)
-            agree[a, b] = agree[b, a] = (both & (r[:, a] == r[:, b])).sum(axis=0)
+            shared[a, b] = shared[b, a] = w @ both
+            a1[a, b] = w @ (ones[:, a] & both)
+            a1[b, a] = w @ (ones[:, b] & both)
+            agree[a, b] = agree[b, a] = w @ (both & (r[:, a] == r[:, b]))
     b1 = a1.transpose(1, 0, 2)
     chance = a1 * b1 + (shared - a1) * (shared - b1)
     den = shared * shared - chance
@@ -110,7 +114,7 @@ def pairwise_matrix(ratings: ArrayLike) -> PairwiseAgreement:
         cells = shared.sum(axis=2)
         observed = np.where((cells > 0) & off_diag, agree.sum(axis=2) / cells, np.nan)
     rated_item = (r >= 0).any(axis=2).astype(np.int64)
-    both_items = np.einsum("ia,ib->ab", rated_item, rated_item)
+    both_items = np.einsum("i,ia,ib->ab", w, rated_item, rated_item)
     return PairwiseAgreement(
         n_raters=n_raters,
         kappa=_frozen(kappa),

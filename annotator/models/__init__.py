@@ -9,7 +9,7 @@ from annotator.models.llm import LLMConfig, LLMRun, LLMTraceResult, PromptTempla
 from annotator.models.projects import Assignment, Membership, Project, Role
 from annotator.models.proposals import ModeProposal
 from annotator.models.raters import Rater, RaterKind
-from annotator.models.reports import AgreementReport, Export
+from annotator.models.reports import AgreementReport, Export, ReportRows
 from annotator.models.rounds import CalibrationRound
 from annotator.models.tokens import ApiToken
 
@@ -39,6 +39,7 @@ __all__ = [
     "PromptTemplate",
     "Rater",
     "RaterKind",
+    "ReportRows",
     "Role",
     "TaxonomyMigration",
     "Thread",

@@ -20,6 +20,9 @@ class AgreementReport(Job):
     results = models.JSONField(null=True, blank=True)
     requested_at = models.DateTimeField(auto_now_add=True)
     computed_at = models.DateTimeField(null=True, blank=True)
+    # The newest change to any of the project's annotations that this report has seen (or been checked
+    # against): "is it current?" is then one indexed lookup for a newer one, whatever the project's size.
+    data_updated_at = models.DateTimeField(null=True, blank=True)
 
     class Meta(Job.Meta):
         ordering = ["project", "-requested_at"]
@@ -30,6 +33,27 @@ class AgreementReport(Job):
 
     def __str__(self) -> str:
         return f"agreement report {self.pk} for {self.project} ({self.status})"
+
+
+class ReportRows(models.Model):
+    """The unfiltered agreement report's input, reduced to distinct item rows with the row of every
+    trace (see ``annotator.agreement.report.ItemRows``): what an incremental refresh updates.
+
+    ``arrays`` is an ``.npz`` blob (trace ids, row of each trace, and the rows: ratings, primary,
+    localisation codes). ``key`` says what the rows were computed for (taxonomy version, modes, windows);
+    ``rater_ids`` the raters in the report's order; ``watermark`` when the snapshot they describe was
+    taken. A mismatch of any of them means a full recomputation, never a wrong update."""
+
+    project = models.OneToOneField("annotator.Project", on_delete=models.CASCADE, related_name="report_rows")
+    key = models.CharField(max_length=64)
+    rater_ids = models.JSONField(default=list)
+    watermark = models.DateTimeField()
+    full_at = models.DateTimeField(help_text="When the rows were last computed in full")
+    arrays = models.BinaryField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"agreement report rows of {self.project}"
 
 
 class Export(Job):

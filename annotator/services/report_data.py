@@ -1,8 +1,8 @@
 """From the database to the agreement report's input arrays, vectorised.
 
-Why not loop over traces: a 100,000-trace project has 200,000 annotations and ~300,000 labels, and the
-report must go from the database to a stored result in seconds. So each table is read once with
-`values_list` (three queries in all: modes, annotations, labels), turned into numpy arrays, and the
+Why not loop over traces: a million-trace project has two million annotations and ~three million labels,
+and the report must go from the database to a stored result in seconds. So each table is read once
+(on PostgreSQL as packed binary columns straight into numpy: annotations, labels, evidence steps), and the
 (traces x raters x modes) ratings tensor is filled by fancy indexing -- no Python object per trace.
 
 Filters (all optional, combined with AND) restrict which submitted annotations count:
@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.db import connection
-from django.db.models import F, Func, JSONField, Q, QuerySet, TextField, Value
+from django.core.exceptions import EmptyResultSet
+from django.db import connection, transaction
+from django.db.models import Q, QuerySet, TextField
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 from django.db.models.lookups import Exact
@@ -166,11 +167,32 @@ def report_annotations(project: Project, filters: Mapping[str, Any]) -> QuerySet
 class LoadedInput:
     data: ReportInput
     raters: list[dict[str, Any]]  # per rater: username, kind (human/llm), imported (inactive account)
+    trace_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # per item, sorted
+    rater_ids: tuple[int, ...] = ()  # user id of each rater, in the order of data.raters
 
 
-def load_report_input(project: Project, filters: Mapping[str, Any]) -> LoadedInput:
+class RatersChanged(Exception):
+    """A load restricted to given raters met an annotation by someone else (see `load_report_input`)."""
+
+
+def load_report_input(
+    project: Project,
+    filters: Mapping[str, Any],
+    *,
+    traces: Sequence[int] | None = None,
+    rater_ids: Sequence[int] | None = None,
+) -> LoadedInput:
     """The ratings tensor (traces with at least one matching annotation x raters x modes), the primary
-    labels for single-primary taxonomies, and the evidence steps, in three queries plus one for names."""
+    labels for single-primary taxonomies, and the evidence steps.
+
+    On PostgreSQL each of the three tables (annotations, labels, evidence steps) arrives as one row of
+    packed int8 columns read straight into numpy (`fetch_int_sql`), the evidence lists expanded by the
+    database (``jsonb_path_query``): no Python object per row, which is what made a million traces slow.
+    Elsewhere (SQLite) the same arrays come from ``values_list``.
+
+    ``traces`` restricts the load to those trace ids (an incremental refresh reloads only the traces
+    whose annotations changed); ``rater_ids`` fixes the raters and their order (the stored state's) and
+    raises RatersChanged when a matching annotation is by anyone else."""
     version = project.taxonomy_version
     mode_rows = list(
         FailureMode.objects.filter(version=version)
@@ -183,51 +205,77 @@ def load_report_input(project: Project, filters: Mapping[str, Any]) -> LoadedInp
     )
     mode_ids = np.array([row[0] for row in mode_rows], dtype=np.int64)
     # .order_by(): the models' default orderings would add a join and a sort of every row for nothing.
-    rows = (
-        report_annotations(project, filters)
-        .order_by()
-        .values_list("id", "assignment__trace_id", "assignment__annotator_id")
-    )
-    ann = np.array(list(rows), dtype=np.int64).reshape(-1, 3)
-    labels = list(
-        LabelApplication.objects.filter(filter_q(project, filters, prefix="annotation__"))
-        .order_by()
-        .annotate(evidence_text=_steps_expression())
-        .values_list("annotation_id", "mode_id", "primary", "evidence_text")
-    )
+    annotations = report_annotations(project, filters).order_by()
+    labels = LabelApplication.objects.filter(filter_q(project, filters, prefix="annotation__")).order_by()
+    if traces is not None:
+        annotations = annotations.filter(assignment__trace_id__in=list(traces))
+        labels = labels.filter(annotation__assignment__trace_id__in=list(traces))
+    if connection.vendor == "postgresql":
+        with transaction.atomic(), connection.cursor() as cursor:
+            # JIT compiles for a few hundred ms whenever the estimate passes jit_above_cost, which a
+            # large join or an expanded JSON list does; these scans gain nothing from it.
+            cursor.execute("SET LOCAL jit = off")
+            # Hash joins of millions of rows stay in memory instead of spilling to temporary files.
+            cursor.execute("SET LOCAL work_mem = '256MB'")
+            ann = fetch_int_columns(
+                annotations.values_list("id", "assignment__trace_id", "assignment__annotator_id")
+            )
+            lab = fetch_int_columns(
+                labels.values_list("annotation_id", "mode_id", "primary"), casts={2: "int"}
+            )
+            points = _evidence_points(labels)
+    else:
+        ann = np.array(
+            list(annotations.values_list("id", "assignment__trace_id", "assignment__annotator_id")),
+            dtype=np.int64,
+        ).reshape(-1, 3)
+        lab, points = _labels_and_points(labels)
 
-    _, item_idx = np.unique(ann[:, 1], return_inverse=True)
-    n_items = int(item_idx.max()) + 1 if len(ann) else 0
-    user_ids, rater_idx = np.unique(ann[:, 2], return_inverse=True)
-    raters = _raters(user_ids)
-    # Raters in username order (stable across runs and readable), not in user-id order.
-    rank = np.argsort(np.argsort([r["username"] for r in raters], kind="stable"))
-    raters = [raters[k] for k in np.argsort(rank)]
-    rater_idx = rank[rater_idx] if len(ann) else rater_idx
+    trace_ids, item_idx = np.unique(ann[:, 1], return_inverse=True)
+    item_idx = item_idx.reshape(-1)
+    n_items = len(trace_ids)
+    if rater_ids is None:
+        user_ids, rater_idx = np.unique(ann[:, 2], return_inverse=True)
+        rater_idx = rater_idx.reshape(-1)
+        raters = _raters(user_ids)
+        # Raters in username order (stable across runs and readable), not in user-id order.
+        rank = np.argsort(np.argsort([r["username"] for r in raters], kind="stable"))
+        raters = [raters[k] for k in np.argsort(rank)]
+        user_order = user_ids[np.argsort(rank)] if len(user_ids) else user_ids
+        rater_idx = rank[rater_idx] if len(ann) else rater_idx
+    else:
+        user_order = np.array(list(rater_ids), dtype=np.int64)
+        rater_idx = _positions(user_order, ann[:, 2])
+        if (rater_idx < 0).any():
+            raise RatersChanged("a matching annotation is by a rater outside the given ones")
+        raters = _raters(user_order) if len(user_order) else []
     n_raters, n_modes = len(raters), len(modes)
 
     ratings = np.full((n_items, n_raters, n_modes), -1, dtype=np.int8)
     ratings[item_idx, rater_idx, :] = 0
-    lab_ann = np.array([row[0] for row in labels], dtype=np.int64)
-    lab_mode = np.array([row[1] for row in labels], dtype=np.int64)
-    order = np.argsort(ann[:, 0])
-    position = order[np.searchsorted(ann[order, 0], lab_ann)] if len(labels) else lab_ann
-    mode_order = np.argsort(mode_ids)
-    mode_pos = mode_order[np.clip(np.searchsorted(mode_ids[mode_order], lab_mode), 0, max(n_modes - 1, 0))]
-    known = mode_ids[mode_pos] == lab_mode if len(labels) else np.zeros(0, dtype=bool)
-    li, lr, lm = item_idx[position][known], rater_idx[position][known], mode_pos[known]
+    mode_column = _positions(mode_ids, lab[:, 1])
+    position = _positions(ann[:, 0], lab[:, 0])
+    known = (mode_column >= 0) & (position >= 0)
+    li, lr, lm = item_idx[position[known]], rater_idx[position[known]], mode_column[known]
     ratings[li, lr, lm] = 1
-    _mark_missing(ratings, project, filters, ann, item_idx, rater_idx, [row[1] for row in mode_rows])
+    codes = [row[1] for row in mode_rows]
+    _mark_missing(ratings, project, filters, ann, item_idx, rater_idx, codes, traces=traces)
 
     primary = None
     if not version.is_multi_label:
         primary = np.full((n_items, n_raters), -1, dtype=np.int64)
         primary[item_idx, rater_idx] = n_modes
-        is_primary = np.array([row[2] for row in labels], dtype=bool)[known] if len(labels) else known
+        is_primary = lab[known, 2].astype(bool)
         primary[li[is_primary], lr[is_primary]] = lm[is_primary]
 
-    evidence = _evidence(
-        [row[3] for row in labels], known, li, lr, lm, steps_only=connection.vendor == "postgresql"
+    ev_mode = _positions(mode_ids, points[:, 1])
+    ev_position = _positions(ann[:, 0], points[:, 0])
+    ev_known = (ev_mode >= 0) & (ev_position >= 0)
+    evidence = EvidenceRows(
+        item=item_idx[ev_position[ev_known]],
+        rater=rater_idx[ev_position[ev_known]],
+        mode=ev_mode[ev_known],
+        step=points[ev_known, 2],
     )
     data = ReportInput(
         ratings=ratings,
@@ -236,17 +284,128 @@ def load_report_input(project: Project, filters: Mapping[str, Any]) -> LoadedInp
         primary=primary,
         evidence=evidence,
     )
-    return LoadedInput(data=data, raters=raters)
-
-
-def _mark_missing(ratings, project, filters, ann, item_idx, rater_idx, codes: list[str]) -> None:
-    """Votes an imported source left out (MAST's NaN) are missing, not "not chosen" (one query)."""
-    rows = list(
-        report_annotations(project, filters)
-        .filter(provenance__has_key="missing_modes")
-        .order_by()
-        .values_list("id", "provenance")
+    return LoadedInput(
+        data=data, raters=raters, trace_ids=trace_ids, rater_ids=tuple(int(u) for u in user_order)
     )
+
+
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def annotation_columns(
+    project: Project, filters: Mapping[str, Any], traces: Sequence[int] | None = None
+) -> np.ndarray:
+    """Per matching annotation: (trace id, annotation id, version, updated_at in microseconds since the
+    epoch), as an (n, 4) int64 array: what the report's fingerprint aggregates, kept per trace by the
+    incremental refresh so that it never re-aggregates every annotation."""
+    annotations = report_annotations(project, filters).order_by()
+    if traces is not None:
+        annotations = annotations.filter(assignment__trace_id__in=list(traces))
+    rows = annotations.values_list("assignment__trace_id", "id", "version", "updated_at")
+    if connection.vendor == "postgresql":
+        try:
+            sql, params = rows.query.sql_with_params()
+        except EmptyResultSet:
+            return np.zeros((0, 4), dtype=np.int64)
+        # extract(epoch) is numeric (exact) since PostgreSQL 14; round() also guards a double.
+        micros = "round(extract(epoch from c3) * 1000000)"
+        return fetch_int_sql(sql, params, 4, ["c0", "c1", "c2", micros])
+    one = dt.timedelta(microseconds=1)
+    return np.array([(t, pk, v, (u - EPOCH) // one) for t, pk, v, u in rows], dtype=np.int64).reshape(-1, 4)
+
+
+def _positions(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Index in `keys` (distinct, any order) of each of `values`; -1 where absent."""
+    if len(keys) == 0:
+        return np.full(len(values), -1, dtype=np.int64)
+    order = np.argsort(keys, kind="stable")
+    at = np.clip(np.searchsorted(keys[order], values), 0, len(keys) - 1)
+    return np.where(keys[order[at]] == values, order[at], -1).astype(np.int64)
+
+
+def fetch_int_columns(queryset: QuerySet, casts: Mapping[int, str] | None = None) -> np.ndarray:
+    """The rows of a `values_list` queryset of whole numbers as an (n, columns) int64 array, fetched as
+    one row of packed columns (see `fetch_int_sql`). `casts` casts a column (by position) before bigint,
+    e.g. a boolean to "int". PostgreSQL only."""
+    n_columns = len(queryset.query.values_select) + len(queryset.query.annotation_select)
+    casts = casts or {}
+    try:
+        sql, params = queryset.query.sql_with_params()
+    except EmptyResultSet:  # e.g. `__in=[]`: nothing to read
+        return np.zeros((0, n_columns), dtype=np.int64)
+    expressions = [f"c{k}::{casts[k]}" if k in casts else f"c{k}" for k in range(n_columns)]
+    return fetch_int_sql(sql, params, n_columns, expressions)
+
+
+def fetch_int_sql(
+    sql: str, params: Sequence[Any], n_inner: int, expressions: Sequence[str], tail: str = ""
+) -> np.ndarray:
+    """``SELECT <expressions> FROM (<sql>) AS q(c0, c1, ...) <tail>`` as an (n, len(expressions)) int64
+    array; the inner SELECT's `n_inner` columns are named c0, c1, ... for the expressions and `tail`.
+
+    Why one row of packed columns: each column comes back as a single bytea of big-endian int8 values
+    (``string_agg(int8send(...), '')``, all in one pass, so the columns stay aligned) and is read by
+    ``np.frombuffer`` -- no Python object per row. A row-per-message protocol (COPY TO STDOUT through
+    psycopg yields one Python chunk per row) costs about as much per row as ``values_list``."""
+    names = ", ".join(f"c{k}" for k in range(n_inner))
+    packed = ", ".join(f"string_agg(int8send(({e})::bigint), ''::bytea)" for e in expressions)
+    statement = f"SELECT count(*), {packed} FROM ({sql}) AS q({names}) {tail}"
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        count, *columns = cursor.fetchone()  # bytea arrives as bytes (decoded from hex by the driver, in C)
+    out = np.empty((count, len(expressions)), dtype=np.int64)
+    for k, column in enumerate(columns):
+        if count:
+            out[:, k] = np.frombuffer(column, dtype=">i8", count=count)
+    return out
+
+
+def _evidence_points(labels: QuerySet[LabelApplication]) -> np.ndarray:
+    """(annotation id, mode id, step) per evidence step of `labels`, the lists expanded by PostgreSQL
+    (``jsonb_array_elements``; a quarter of jsonpath's cost): the elements of an evidence list that are
+    objects whose "step" is a whole number -- what the values_list path keeps too."""
+    try:
+        sql, params = labels.values_list("annotation_id", "mode_id", "evidence").query.sql_with_params()
+    except EmptyResultSet:
+        return np.zeros((0, 3), dtype=np.int64)
+    tail = """
+        CROSS JOIN LATERAL jsonb_array_elements(
+            CASE WHEN jsonb_typeof(c2) = 'array' THEN c2 ELSE '[]'::jsonb END) AS e(value)
+        WHERE jsonb_typeof(e.value -> 'step') = 'number' AND (e.value ->> 'step') ~ '^-?[0-9]{1,18}$'
+    """
+    return fetch_int_sql(sql, params, 3, ["c0", "c1", "e.value ->> 'step'"], tail)
+
+
+def _labels_and_points(labels: QuerySet[LabelApplication]) -> tuple[np.ndarray, np.ndarray]:
+    """(annotation id, mode id, primary) per label and (annotation id, mode id, step) per evidence step,
+    through `values_list` (databases without COPY). Every evidence text is parsed by one `json.loads` (of
+    a list of them): at this size the per-call overhead is most of the cost."""
+    rows = list(labels.values_list("annotation_id", "mode_id", "primary", Cast("evidence", TextField())))
+    lab = np.array([row[:3] for row in rows], dtype=np.int64).reshape(-1, 3)
+    parsed = json.loads("[" + ",".join(row[3] or "[]" for row in rows) + "]") if rows else []
+    steps = [
+        [v for v in (entry.get("step") for entry in value if isinstance(entry, dict)) if type(v) is int]
+        if isinstance(value, list)
+        else []
+        for value in parsed
+    ]
+    counts = np.fromiter(map(len, steps), dtype=np.int64, count=len(steps))
+    points = np.empty((int(counts.sum()), 3), dtype=np.int64)
+    points[:, 0] = np.repeat(lab[:, 0], counts)
+    points[:, 1] = np.repeat(lab[:, 1], counts)
+    points[:, 2] = np.fromiter(chain.from_iterable(steps), dtype=np.int64, count=len(points))
+    return lab, points
+
+
+def _mark_missing(
+    ratings, project, filters, ann, item_idx, rater_idx, codes: list[str], traces: Sequence[int] | None = None
+) -> None:
+    """Votes an imported source left out (MAST's NaN) are missing, not "not chosen" (one query), on the
+    loaded traces only (`traces`, as in `load_report_input`)."""
+    annotations = report_annotations(project, filters).filter(provenance__has_key="missing_modes")
+    if traces is not None:
+        annotations = annotations.filter(assignment__trace_id__in=list(traces))
+    rows = list(annotations.order_by().values_list("id", "provenance"))
     if not rows:
         return
     position = {pk: k for k, pk in enumerate(ann[:, 0].tolist())}
@@ -275,43 +434,3 @@ def _raters(user_ids: np.ndarray) -> list[dict[str, Any]]:
         }
         for pk in user_ids.tolist()
     ]
-
-
-def _steps_expression():
-    """The evidence column as JSON text. On PostgreSQL only the step numbers ("[3, 7]"): the database
-    extracts them (jsonb_path_query_array), so Python never walks 300,000 small dicts."""
-    if connection.vendor == "postgresql":
-        steps = Func(
-            F("evidence"), Value("$[*].step"), function="jsonb_path_query_array", output_field=JSONField()
-        )
-        return Cast(steps, TextField())
-    return Cast("evidence", TextField())
-
-
-def _evidence(
-    texts: list[str | None], known: np.ndarray, items, raters, modes, *, steps_only: bool
-) -> EvidenceRows:
-    """Evidence steps as flat arrays. All texts are parsed by one `json.loads` (of a list of them) rather
-    than one call per label: at this size the per-call overhead is most of the cost."""
-    kept = [text or "[]" for text, ok in zip(texts, known.tolist(), strict=True) if ok]
-    parsed = json.loads("[" + ",".join(kept) + "]") if kept else []
-    if not steps_only:
-        parsed = [
-            [entry.get("step") for entry in value if isinstance(entry, dict)]
-            if isinstance(value, list)
-            else []
-            for value in parsed
-        ]
-    flat_steps = list(chain.from_iterable(parsed))
-    if not all(type(step) is int for step in flat_steps):
-        # A step that is not a whole number (never written by this app, but JSON allows it) is dropped.
-        parsed = [[v for v in value if type(v) is int] for value in parsed]
-        flat_steps = list(chain.from_iterable(parsed))
-    counts = np.fromiter(map(len, parsed), dtype=np.int64, count=len(parsed))
-    flat = np.array(flat_steps, dtype=np.int64)
-    return EvidenceRows(
-        item=np.repeat(items, counts),
-        rater=np.repeat(raters, counts),
-        mode=np.repeat(modes, counts),
-        step=flat,
-    )

@@ -1,14 +1,25 @@
 """What the page, the API and the command share around the figures: the report envelope, the empty-state
 message that tells people what to do next, the filter choices, and opening a request with its access check.
+
+Stored results: the figures for a query are kept in the cache under a key made of the query and the
+project's *data version* -- a handful of indexed lookups (newest annotation change, newest gold decision,
+the project's batches, newest trace), never a scan -- so a page asking again answers from the stored
+figures whatever the project's size, and any change that could move a figure changes the key. After
+annotations change, `do_refresh_signatures` (run by the agreement refresh task) recomputes the default
+figures ahead of the next page view.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+
+from django.core.cache import cache
 
 from annotator.access import REVIEW_ROLES, access_signatures
-from annotator.models import Annotation, Project, Role
+from annotator.models import Annotation, GoldHistory, Project, Role
 from annotator.services.signatures import (
     SignatureQuery,
     SignatureQueryError,
@@ -22,6 +33,8 @@ __all__ = [
     "FilterOptions",
     "SignatureReport",
     "build_report",
+    "data_version",
+    "do_refresh_signatures",
     "empty_message",
     "filter_options",
     "open_signatures",
@@ -60,9 +73,77 @@ def open_signatures(user, slug: str, params: Mapping) -> tuple[Project, Signatur
     return access_signatures(user, slug, annotator=query.annotator), query, ""
 
 
+# Stored figures outlive their data version by at most this long (a newer version is a new key).
+STORED_SECONDS = 7 * 24 * 3600
+
+
+def data_version(project: Project, query: SignatureQuery) -> str:
+    """Everything the figures of `query` depend on that can change, from indexed lookups only."""
+    parts: dict[str, object] = {
+        "project": [project.pk, project.created_at],  # ids can be reused (SQLite after a rollback)
+        "taxonomy_version": project.taxonomy_version_id,
+        "batches": sorted(project.batches.values_list("pk", flat=True)),
+        "newest_trace": _newest_trace(),
+    }
+    if query.use_gold:  # every change to gold labels is a GoldHistory row
+        parts["gold"] = (
+            GoldHistory.objects.filter(project=project).order_by("-pk").values_list("pk", flat=True).first()
+        )
+    if query.fallback:
+        parts["annotations"] = _newest_annotation_change(project)
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _newest_trace() -> int | None:
+    return Trace.objects.order_by("-pk").values_list("pk", flat=True).first()
+
+
+def _newest_annotation_change(project: Project) -> str:
+    """When any of the project's annotations last changed (the updated_at index: one short range)."""
+    return str(
+        Annotation.objects.filter(assignment__project=project)
+        .order_by("-updated_at")
+        .values_list("updated_at", flat=True)
+        .first()
+    )
+
+
+def _options_key(project: Project, what: str, version: list) -> str:
+    described = json.dumps([project.pk, project.created_at, what, version], default=str)
+    return f"signature-options:{hashlib.sha256(described.encode()).hexdigest()}"
+
+
+def _stored_key(project: Project, query: SignatureQuery, keep_empty: bool) -> str:
+    described = json.dumps(
+        {"query": asdict(query), "keep_empty": keep_empty, "version": data_version(project, query)},
+        sort_keys=True,
+        default=str,
+    )
+    return f"signatures:{project.pk}:{hashlib.sha256(described.encode()).hexdigest()}"
+
+
 def build_report(project: Project, query: SignatureQuery, *, keep_empty: bool = False) -> SignatureReport:
-    """The figures for `query`. With `keep_empty`, an empty selection still yields (all-zero) figures, so a
-    CSV download always has its header."""
+    """The figures for `query`: the stored ones when the project's data has not changed since, else
+    computed and stored. With `keep_empty`, an empty selection still yields (all-zero) figures, so a CSV
+    download always has its header."""
+    key = _stored_key(project, query, keep_empty)
+    stored = cache.get(key)
+    if stored is not None:
+        return stored
+    report = compute_report(project, query, keep_empty=keep_empty)
+    cache.set(key, report, STORED_SECONDS)
+    return report
+
+
+def do_refresh_signatures(project_id: int) -> SignatureReport | None:
+    """Compute and store the default figures (gold labels, no filters) if the data changed: called after
+    annotations change, so the page answers from stored figures."""
+    project = Project.objects.filter(pk=project_id).first()
+    return None if project is None else build_report(project, SignatureQuery())
+
+
+def compute_report(project: Project, query: SignatureQuery, *, keep_empty: bool = False) -> SignatureReport:
+    """The figures for `query`, computed from the database now."""
     data = load_signature_input(project, query)
     selected = data.selected().n_traces
     signatures = compute_signatures(data, compare=query.compare) if selected or keep_empty else None
@@ -97,23 +178,35 @@ def empty_message(query: SignatureQuery) -> str:
 def filter_options(project: Project, user) -> FilterOptions:
     """The values the filters can take (two queries) and the annotators this user may pick as a source:
     everyone for owners and adjudicators, themself for an annotator, nobody for a viewer."""
-    combos = (
-        Trace.objects.in_project(project)
-        .order_by()
-        .values_list("batch__name", "model", "system", "benchmark")
-        .distinct()
+    # Both lists scan the project (a million traces: hundreds of ms), so they are stored like the figures,
+    # under the parts of the data version they depend on.
+    traces_key = _options_key(
+        project, "traces", [sorted(project.batches.values_list("pk", flat=True)), _newest_trace()]
     )
-    columns = [sorted({row[i] for row in combos if row[i]}) for i in range(4)]
+    columns = cache.get(traces_key)
+    if columns is None:
+        combos = (
+            Trace.objects.in_project(project)
+            .order_by()
+            .values_list("batch__name", "model", "system", "benchmark")
+            .distinct()
+        )
+        columns = [sorted({row[i] for row in combos if row[i]}) for i in range(4)]
+        cache.set(traces_key, columns, STORED_SECONDS)
     roles = getattr(project, "user_roles", frozenset())
     if roles & REVIEW_ROLES:
-        annotators = sorted(
-            set(
-                Annotation.objects.submitted_in(project)
-                .order_by()
-                .values_list("assignment__annotator__username", flat=True)
-                .distinct()
+        annotators_key = _options_key(project, "annotators", [_newest_annotation_change(project)])
+        annotators = cache.get(annotators_key)
+        if annotators is None:
+            annotators = sorted(
+                set(
+                    Annotation.objects.submitted_in(project)
+                    .order_by()
+                    .values_list("assignment__annotator__username", flat=True)
+                    .distinct()
+                )
             )
-        )
+            cache.set(annotators_key, annotators, STORED_SECONDS)
     elif Role.ANNOTATOR in roles:
         annotators = [user.get_username()]
     else:

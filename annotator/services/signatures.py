@@ -10,9 +10,11 @@ Label sources (``source``):
 * ``gold+union``, ``gold+agreed``, ``gold+annotator:NAME``: gold labels where the trace has them and the
   named source for the other traces.
 
-Each source costs a fixed handful of ``values_list`` queries (plus one SQL query for evidence with agents,
-see :mod:`annotator.services.signature_sql`), whatever the number of traces; the arrays are assembled with
-numpy (sorted ids and ``searchsorted``), never with a loop over traces.
+Each source costs a fixed handful of queries (plus one SQL query for evidence with agents, see
+:mod:`annotator.services.signature_sql`), whatever the number of traces; the arrays are assembled with
+numpy (sorted ids and ``searchsorted``), never with a loop over traces. On PostgreSQL every column
+arrives packed (whole numbers as one bytea each, text as codes into its distinct values), so no Python
+object is made per row: what a million traces need.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
 
 from annotator.models import AdjudicationItem, Annotation, GoldLabel, LabelApplication, Project
-from annotator.services.signature_sql import annotation_evidence, gold_evidence
+from annotator.services.report_data import fetch_int_columns
+from annotator.services.signature_sql import EvidencePoints, annotation_evidence, coded_rows, gold_evidence
 from annotator.signatures import (
     FAILURE,
     SUCCESS,
@@ -129,7 +132,7 @@ class _Labels:
 
     pair_trace: np.ndarray
     pair_mode: np.ndarray
-    evidence: list[tuple[int, int, int, str]]
+    evidence: EvidencePoints
 
 
 def load_signature_input(project: Project, query: SignatureQuery) -> SignatureInput:
@@ -183,6 +186,7 @@ def _analytics_transaction():
         return
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL jit = off")
+        cursor.execute("SET LOCAL work_mem = '256MB'")  # joins of millions of rows stay in memory
         yield
 
 
@@ -232,30 +236,37 @@ def _traces(project: Project, query: SignatureQuery) -> _Traces:
     if query.fallback:
         covered.append(Exists(_annotations(project, query).filter(assignment__trace=OuterRef("pk"))))
     condition = covered[0] if len(covered) == 1 else covered[0] | covered[1]
-    rows = list(
+    traces = (
         Trace.objects.in_project(project)
         .filter(_trace_q(query), condition)
         .order_by()
         .values_list("id", "step_count", "outcome", "model", "system", "benchmark", "batch__name")
     )
-    columns = list(zip(*rows, strict=True)) if rows else [()] * 7
-    ids = np.fromiter(columns[0], dtype=np.int64, count=len(rows))
+    if connection.vendor == "postgresql":
+        sql, params = traces.query.sql_with_params()
+        ints, (outcome, *groups, batch) = coded_rows(sql, params, 2, 5)
+        ids, step_count = ints[:, 0], ints[:, 1]
+    else:
+        rows = list(traces)
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 7
+        ids = np.fromiter(columns[0], dtype=np.int64, count=len(rows))
+        step_count = np.fromiter(columns[1], dtype=np.int64, count=len(rows))
+        outcome, *groups, batch = (factorize(columns[i]) for i in (2, 3, 4, 5, 6))
     order = np.argsort(ids, kind="stable")
-    outcome = factorize(columns[2])
     outcome_codes = np.array([_OUTCOME_CODES.get(name, UNKNOWN) for name in outcome.names], dtype=np.int8)
-    batch = factorize(columns[6]).take(order)
+    batch = batch.take(order)
     return _Traces(
         ids=ids[order],
-        step_count=np.fromiter(columns[1], dtype=np.int64, count=len(rows))[order],
-        outcome=outcome_codes[outcome.codes][order] if len(rows) else np.zeros(0, dtype=np.int8),
+        step_count=step_count[order],
+        outcome=outcome_codes[outcome.codes][order] if len(ids) else np.zeros(0, dtype=np.int8),
         groups={
-            name: factorize(columns[i]).take(order)
-            for i, name in ((3, "model"), (4, "system"), (5, "benchmark"))
+            name: grouping.take(order)
+            for name, grouping in zip(("model", "system", "benchmark"), groups, strict=True)
         },
         batch=batch,
         selected=np.isin(batch.codes, [batch.code_of(name) for name in query.batch])
         if query.batch
-        else np.ones(len(rows), dtype=bool),
+        else np.ones(len(ids), dtype=bool),
     )
 
 
@@ -268,15 +279,13 @@ def _gold_traces(project: Project, query: SignatureQuery, ids: np.ndarray) -> np
     items = AdjudicationItem.objects.filter(project=project, status__in=GOLD_STATUSES).filter(
         _trace_q(query, "trace__")
     )
-    return np.isin(ids, np.fromiter(items.order_by().values_list("trace_id", flat=True), dtype=np.int64))
+    return np.isin(ids, _int_column(items.order_by().values_list("trace_id", flat=True)))
 
 
 def _submitted_annotations(project: Project, query: SignatureQuery, ids: np.ndarray) -> np.ndarray:
     """Per row, how many submitted annotations the trace has (of the named annotator, if any)."""
     annotations = _annotations(project, query).filter(_trace_q(query, "assignment__trace__"))
-    per_annotation = np.fromiter(
-        annotations.order_by().values_list("assignment__trace_id", flat=True), dtype=np.int64
-    )
+    per_annotation = _int_column(annotations.order_by().values_list("assignment__trace_id", flat=True))
     traces, counts = np.unique(per_annotation, return_counts=True)
     submitted = np.zeros(len(ids), dtype=np.int64)
     if len(traces):
@@ -332,9 +341,18 @@ def _annotation_labels(
 
 
 def _pairs(rows) -> tuple[np.ndarray, np.ndarray]:
-    flat = np.fromiter((v for row in rows for v in row), dtype=np.int64)
-    pairs = flat.reshape(-1, 2)
+    if connection.vendor == "postgresql":
+        pairs = fetch_int_columns(rows)
+    else:
+        pairs = np.fromiter((v for row in rows for v in row), dtype=np.int64).reshape(-1, 2)
     return pairs[:, 0], pairs[:, 1]
+
+
+def _int_column(rows) -> np.ndarray:
+    """A flat values_list of whole numbers as an int64 array (packed on PostgreSQL)."""
+    if connection.vendor == "postgresql":
+        return fetch_int_columns(rows)[:, 0]
+    return np.fromiter(rows, dtype=np.int64)
 
 
 def _lookup(mode_ids: list[int]) -> np.ndarray:
@@ -362,23 +380,17 @@ def _evidence(parts, ids, from_gold, labels, mode_column, step_count) -> Evidenc
     rows, cols, steps = [], [], []
     agents, attributed = _Names(), _Names()
     for points, is_gold in parts:
-        if not points:
+        if not len(points):
             continue
-        trace_ids, mode_ids, step, agent, attributed_agent = zip(*points, strict=True)
-        row, col = _locate(
-            ids,
-            np.fromiter(trace_ids, np.int64, len(points)),
-            mode_column,
-            np.fromiter(mode_ids, np.int64, len(points)),
-        )
+        row, col = _locate(ids, points.trace, mode_column, points.mode)
         ok = (row >= 0) & (col >= 0)
         ok[ok] &= from_gold[row[ok]] == is_gold
         ok[ok] &= labels[row[ok], col[ok]]
         rows.append(row[ok])
         cols.append(col[ok])
-        steps.append(np.fromiter(step, np.int64, len(points))[ok])
-        agents.add(agent, ok)
-        attributed.add(attributed_agent, ok)
+        steps.append(points.step[ok])
+        agents.add(points.agent, ok)
+        attributed.add(points.attributed, ok)
     if not rows or not sum(len(r) for r in rows):
         return Evidence.empty()
     row, col, step = np.concatenate(rows), np.concatenate(cols), np.concatenate(steps)
@@ -402,8 +414,7 @@ class _Names:
         self.codes: list[np.ndarray] = []
         self.names: list[tuple[str, ...]] = []
 
-    def add(self, values, keep: np.ndarray) -> None:
-        grouping = factorize(values)
+    def add(self, grouping: Grouping, keep: np.ndarray) -> None:
         self.codes.append(grouping.codes[keep] + sum(len(names) for names in self.names))
         self.names.append(grouping.names)
 

@@ -18,6 +18,14 @@ from django.db import transaction
 from tests.signatures.world import build_annotation_world, build_gold_world
 
 
+@pytest.fixture(autouse=True)
+def _no_stored_figures():
+    """Figures are stored in the cache (annotator.services.signature_report); a test starts without."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture(scope="module")
 def shared_db(django_db_setup, django_db_blocker):
     from django.db import connection
