@@ -67,11 +67,6 @@ class Estimate:
             if not math.isfinite(self.value):
                 raise ValueError(f"Estimate value must be finite, got {self.value!r}")
 
-    @property
-    def is_defined(self) -> bool:
-        """True when ``value`` is a number."""
-        return self.value is not None
-
     @classmethod
     def of(cls, value: float) -> Estimate:
         """A defined estimate (converts numpy scalars to ``float``)."""
@@ -108,8 +103,3 @@ class ConfidenceInterval:
             raise ValueError("an undefined interval needs undefined_code and undefined_reason")
         if self.low is not None and self.undefined_code is not None:
             raise ValueError("a defined interval must not carry an undefined reason")
-
-    @property
-    def is_defined(self) -> bool:
-        """True when both bounds are numbers."""
-        return self.low is not None

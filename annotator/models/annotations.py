@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from annotator.raters import human_q, llm_q
+from annotator.raters import llm_q
 from traces.models import in_project_q
 
 
@@ -18,10 +18,6 @@ class AnnotationQuerySet(models.QuerySet):
 
     def submitted_in(self, project) -> AnnotationQuerySet:
         return self.in_project(project).filter(status=Annotation.Status.SUBMITTED)
-
-    def human(self) -> AnnotationQuerySet:
-        """Annotations by people (imported human labellers included): what overlap and adjudication count."""
-        return self.filter(human_q("assignment__annotator"))
 
     def llm(self) -> AnnotationQuerySet:
         """Annotations by language-model raters (``Rater.kind`` llm, see annotator.raters)."""

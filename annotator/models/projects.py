@@ -75,6 +75,7 @@ class Membership(models.Model):
 
 class AssignmentQuerySet(models.QuerySet):
     def open_for(self, user) -> AssignmentQuerySet:
+        """The user's slots still to do (to do or draft): what "Start next" claims and a removal frees."""
         return self.filter(annotator=user, status__in=Assignment.OPEN_STATUSES)
 
 

@@ -121,9 +121,7 @@ def do_remove_annotator(project: Project, user) -> int:
     """
     with transaction.atomic():
         Membership.objects.filter(project=project, user=user, role=Role.ANNOTATOR).update(active=False)
-        unfinished = Assignment.objects.filter(
-            project=project, annotator=user, status__in=Assignment.OPEN_STATUSES
-        )
+        unfinished = Assignment.objects.open_for(user).filter(project=project)
         count = len(list(unfinished.values_list("pk", flat=True)))
         unfinished.delete()
         created = do_assign(project)
@@ -161,7 +159,8 @@ def do_claim_next(
         for _ in range(_CLAIM_ATTEMPTS):
             candidate = (
                 Assignment.objects.select_for_update(skip_locked=True)
-                .filter(project=project, annotator=user, status__in=Assignment.OPEN_STATUSES)
+                .open_for(user)
+                .filter(project=project)
                 .filter(_free(now))
                 .exclude(pk__in=tried)
                 .order_by("trace_id", "id")

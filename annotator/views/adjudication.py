@@ -33,6 +33,7 @@ from annotator.services.adjudication import (
 )
 from annotator.services.comparison import LETTERS, Compared, item_annotations, mode_facts
 from annotator.services.gold import REASON_CODES, Decision, decision_from_form, do_decide
+from annotator.services.payload import PayloadError, version_from
 from annotator.views.trace import render_steps, viewer_context
 from taxonomy.models import FailureMode
 from traces.models import Trace
@@ -282,11 +283,11 @@ def item_steps(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
 
 
 def _version(request: HttpRequest) -> int:
+    """The version the form was based on; -1 (never stored, so refused as stale) when it is not one."""
     try:
-        version = int(request.POST.get("version", "-1"))
-    except ValueError:
+        return version_from(request.POST.get("version"))
+    except PayloadError:
         return -1
-    return version if 0 <= version <= 2**31 - 1 else -1
 
 
 @require_POST

@@ -7,6 +7,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from annotator.models import Annotation, Assignment, LabelHistory, LLMRun, LLMTraceResult, Membership
+from annotator.raters import llm_q
 from annotator.services.assignment import annotator_ids, do_assign
 from annotator.services.llm_runs import do_process_run, do_resume_run, do_start_run
 from tests.llm.conftest import MODEL, RATER
@@ -157,7 +158,10 @@ def test_llm_slots_never_fill_human_overlap_or_receive_human_work(
             .values_list("annotator__username", flat=True)
         )
         assert humans == {annotator_a.username, annotator_b.username}  # overlap 2 is all human
-    assert Annotation.objects.human().filter(assignment__annotator=rater).count() == 0
+    assert (
+        Annotation.objects.exclude(llm_q("assignment__annotator")).filter(assignment__annotator=rater).count()
+        == 0
+    )
     assert Annotation.objects.llm().count() == 3
 
 
