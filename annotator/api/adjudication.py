@@ -175,10 +175,7 @@ def queue(request, slug: str):
     if wanted not in Status.values:
         problem = f"status must be one of {', '.join(Status.values)}"
         return error_response(problem, status=400, errors=[problem])
-    items = _items(project).filter(status=wanted)
-    items = (
-        items.order_by("-severity", "id") if wanted == Status.OPEN else items.order_by("-updated_at", "-id")
-    )
+    items = _items(project).filter(status=wanted).in_list_order(wanted)
     paginator = PageNumberPagination()
     page = paginator.paginate_queryset(items, request)
     body = {

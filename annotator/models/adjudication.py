@@ -6,6 +6,15 @@ from django.conf import settings
 from django.db import models
 
 
+class AdjudicationItemQuerySet(models.QuerySet):
+    def in_list_order(self, status: str) -> AdjudicationItemQuerySet:
+        """Open items in queue order (most severe first, fatal modes weigh most); decided ones newest first
+        (what was just done is what one looks for). The page, the API and claim-next share it."""
+        if status == AdjudicationItem.Status.OPEN:
+            return self.order_by("-severity", "id")
+        return self.order_by("-updated_at", "-id")
+
+
 class AdjudicationItem(models.Model):
     """One per fully annotated trace: agreed automatically, or queued until an adjudicator decides."""
 
@@ -37,6 +46,8 @@ class AdjudicationItem(models.Model):
     note = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = AdjudicationItemQuerySet.as_manager()
 
     class Meta:
         ordering = ["project", "-severity", "id"]

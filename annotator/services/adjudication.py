@@ -247,12 +247,12 @@ def do_claim_next(
     now = timezone.now()
     scope = AdjudicationItem.objects.all() if items is None else items
     open_items = scope.filter(project=project, status=Status.OPEN)
-    mine = open_items.filter(claimed_by=user, claimed_until__gt=now).order_by("-severity", "id").first()
+    mine = open_items.filter(claimed_by=user, claimed_until__gt=now).in_list_order(Status.OPEN).first()
     if mine is not None:
         return mine
     for _ in range(_CLAIM_ATTEMPTS):
         with transaction.atomic():
-            candidates = open_items.filter(_free(now)).order_by("-severity", "id")
+            candidates = open_items.filter(_free(now)).in_list_order(Status.OPEN)
             if connection.features.has_select_for_update_skip_locked:
                 candidates = candidates.select_for_update(skip_locked=True)
             candidate = candidates.only("id", "version").first()

@@ -22,7 +22,7 @@ import logging
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from annotator.models import (
@@ -76,16 +76,26 @@ LOCKED_MESSAGE = (
 )
 
 
+def locked_expression() -> Exists:
+    """The lock rule as an expression on Assignment rows (the queue annotates its list with it): the
+    trace's round has closed (it has an adjudication item, in any status, so nothing tells who disagreed)
+    and no re-check asks this annotator to look again (codebook evolution). Only submitted slots lock."""
+    item = AdjudicationItem.objects.filter(project=OuterRef("project_id"), trace=OuterRef("trace_id"))
+    recheck = ModeRecheck.objects.filter(annotation__assignment=OuterRef("pk"), resolved_at__isnull=True)
+    return Exists(item) & ~Exists(recheck)
+
+
 def is_locked(assignment: Assignment) -> bool:
-    """True when the assignment's annotation is submitted and the trace's round has closed (it has an
-    adjudication item, in any status). Depends on nothing the other annotators chose."""
+    """True when the assignment's annotation is submitted and frozen (`locked_expression`). Depends on
+    nothing the other annotators chose."""
     if assignment.status != Assignment.Status.SUBMITTED:
         return False
-    if ModeRecheck.objects.filter(annotation__assignment=assignment, resolved_at__isnull=True).exists():
-        return False  # a new taxonomy version asks this annotator to look again (codebook evolution)
-    return AdjudicationItem.objects.filter(
-        project_id=assignment.project_id, trace_id=assignment.trace_id
-    ).exists()
+    return bool(
+        Assignment.objects.filter(pk=assignment.pk)
+        .annotate(locked=locked_expression())
+        .values_list("locked", flat=True)
+        .first()
+    )
 
 
 def snapshot(annotation: Annotation | None, assignment: Assignment) -> dict[str, Any] | None:

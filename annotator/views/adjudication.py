@@ -67,8 +67,7 @@ def queue(request: HttpRequest, slug: str) -> HttpResponse:
         .filter(status=status)
         .select_related("trace__batch", "claimed_by", "resolved_by")
         .only(*_LIST_FIELDS)
-        # Open items in queue order; decided ones newest first (what was just done is what one looks for).
-        .order_by(*(("-severity", "id") if status == Status.OPEN else ("-updated_at", "-id")))
+        .in_list_order(status)
     )
     page = Paginator(items, ITEMS_PER_PAGE).get_page(request.GET.get("page"))
     counts = queue_counts(project)

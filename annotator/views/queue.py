@@ -6,13 +6,14 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from annotator.access import LABEL_ROLES, access_project
-from annotator.models import AdjudicationItem, Assignment, ModeRecheck, Project
+from annotator.models import Assignment, Project
+from annotator.services.annotations import locked_expression
 from annotator.services.assignment import do_claim_next, do_release_assignment
 from annotator.services.evolution import open_rechecks
 
@@ -42,13 +43,9 @@ def queue_context(request: HttpRequest, project: Project) -> dict[str, Any]:
         "annotation__updated_at",
         "annotation__submitted_at",
     )
-    # The same rule as annotator.services.annotations.is_locked: a submitted annotation freezes once its
-    # trace has an adjudication item, whatever its status (a status would tell who disagreed).
-    locked = AdjudicationItem.objects.filter(project=project, trace=OuterRef("trace_id"))
-    recheck = ModeRecheck.objects.filter(annotation__assignment=OuterRef("pk"), resolved_at__isnull=True)
     submitted = Paginator(
         rows.filter(status=Assignment.Status.SUBMITTED)
-        .annotate(locked=Exists(locked) & ~Exists(recheck))
+        .annotate(locked=locked_expression())  # the one lock rule (annotator.services.annotations)
         .order_by("-updated_at", "-id"),
         SUBMITTED_PER_PAGE,
     ).get_page(request.GET.get("submitted_page"))
