@@ -34,7 +34,7 @@ from annotator.services.adjudication import (
 from annotator.services.comparison import LETTERS, Compared, item_annotations, mode_facts
 from annotator.services.gold import REASON_CODES, Decision, decision_from_form, do_decide
 from annotator.services.payload import PayloadError, version_from
-from annotator.views.trace import render_steps, viewer_context
+from annotator.views.trace import evidence_marks, render_steps, viewer_context
 from taxonomy.models import FailureMode
 from traces.models import Trace
 from traces.viewer import trace_queryset
@@ -163,12 +163,12 @@ def _last_decision(item: AdjudicationItem) -> dict[str, dict[str, Any]]:
 
 
 def _marks(annotations: list[Compared]) -> dict[int, list[str]]:
-    marks: dict[int, list[str]] = {}
-    for letter, annotation in zip(LETTERS, annotations, strict=False):
-        for code, label in annotation.labels.items():
-            for step in label.steps:
-                marks.setdefault(step, []).append(f"{code} · {letter}")
-    return marks
+    """Evidence marks by letter (A, B, ...): the adjudicator compares annotations, not people."""
+    return evidence_marks(
+        (letter, code, label.steps)
+        for letter, annotation in zip(LETTERS, annotations, strict=False)
+        for code, label in annotation.labels.items()
+    )
 
 
 def _page(

@@ -19,7 +19,7 @@ from django.urls import reverse
 from annotator.access import REVIEW_ROLES, access_project, access_trace
 from annotator.models import Annotation, Assignment, LabelApplication, Project
 from annotator.raters import human_q
-from annotator.views.trace import render_steps, viewer_context
+from annotator.views.trace import evidence_marks, render_steps, viewer_context
 from traces.models import Trace
 
 TRACES_PER_PAGE = 50
@@ -58,15 +58,15 @@ def _comparison(assignments: list[Assignment]) -> tuple[list[ComparisonRow], dic
     """One row per mode anyone chose (taxonomy order), one cell per annotator; and the evidence marks."""
     modes: dict[str, Any] = {}
     by_annotator: list[dict[str, LabelApplication]] = []
-    marks: dict[int, list[str]] = {}
+    evidence = []
     for assignment in assignments:
         annotation = getattr(assignment, "annotation", None)
         labels = {label.mode.code: label for label in annotation.labels.all()} if annotation else {}
         by_annotator.append(labels)
         for code, label in labels.items():
             modes[code] = label.mode
-            for step in label.evidence_steps:
-                marks.setdefault(step, []).append(f"{code} · {assignment.annotator.username}")
+            evidence.append((assignment.annotator.username, code, label.evidence_steps))
+    marks = evidence_marks(evidence)
     rows = [
         ComparisonRow(code, mode.name, [labels.get(code) for labels in by_annotator])
         for code, mode in sorted(modes.items(), key=lambda item: item[1].order)

@@ -7,6 +7,7 @@ with the page's own URL pushed so a reload or a shared link opens the same place
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlparse
 
@@ -18,6 +19,16 @@ from annotator.access import ProjectAccess, access_trace
 from annotator.models import Project
 from traces.models import Trace
 from traces.viewer import StepFilter, full_step, step_page, trace_header
+
+
+def evidence_marks(evidence: Iterable[tuple[str, str, Iterable[int]]]) -> dict[int, list[str]]:
+    """Step index -> "CODE · who" for every (who, mode code, evidence steps): the marks the review and
+    adjudication pages put on the trace so each rater's evidence shows where it points."""
+    marks: dict[int, list[str]] = {}
+    for who, code, steps in evidence:
+        for step in steps:
+            marks.setdefault(step, []).append(f"{code} · {who}")
+    return marks
 
 
 def viewer_context(
