@@ -97,7 +97,7 @@ def do_comment(project: Project, trace: Trace, user, *, body: str, mode_code: st
     with transaction.atomic():
         thread = _thread(project, trace, mode)
         comment = Comment.objects.create(thread=thread, author=user, body=body, step=step_index)
-        for member in _mentioned(project, body, exclude=user):
+        for member in _mentioned(project, trace, body, exclude=user):
             Mention.objects.create(comment=comment, user=member)
     return comment
 
@@ -123,14 +123,17 @@ def _thread(project: Project, trace: Trace, mode: FailureMode | None, **extra) -
         return Thread.objects.get(project=project, trace=trace, mode=mode)
 
 
-def _mentioned(project: Project, body: str, *, exclude) -> list:
+def _mentioned(project: Project, trace: Trace, body: str, *, exclude) -> list:
+    """Members named with @username who may read this discussion: a mention must not carry a comment to
+    someone still blind on the trace."""
     names = {m.group(1).rstrip(".") for m in _MENTION.finditer(body)}
     if not names:
         return []
     member_ids = Membership.objects.filter(project=project, active=True, user__username__in=names).values(
         "user_id"
     )
-    return list(get_user_model().objects.filter(pk__in=member_ids).exclude(pk=exclude.pk))
+    users = get_user_model().objects.filter(pk__in=member_ids).exclude(pk=exclude.pk)
+    return [user for user in users if may_discuss(project, user, trace)]
 
 
 def do_decide(thread: Thread, user, *, decision: str, text: str) -> Thread:
@@ -227,14 +230,26 @@ def unread_mentions(user) -> QuerySet[Mention]:
     return Mention.objects.filter(user=user, read_at__isnull=True)
 
 
-def mentions_for(user) -> QuerySet[Mention]:
-    return (
+def mentions_for(user) -> list[Mention]:
+    """My newest mentions whose discussion I may still read: a mention made before I was given the trace
+    to label waits until I have submitted it (blind beats the notification)."""
+    rows = (
         Mention.objects.filter(user=user)
         .select_related(
             "comment__author", "comment__thread__project", "comment__thread__trace", "comment__thread__mode"
         )
         .order_by("-comment__created_at")[:200]
     )
+    allowed: dict[tuple[int, int], bool] = {}
+    out = []
+    for mention in rows:
+        thread = mention.comment.thread
+        key = (thread.project_id, thread.trace_id)
+        if key not in allowed:
+            allowed[key] = may_discuss(thread.project, user, thread.trace)
+        if allowed[key]:
+            out.append(mention)
+    return out
 
 
 def visible_round_threads(round_: CalibrationRound, user, project: Project) -> list[Thread]:

@@ -128,3 +128,20 @@ def test_the_labelling_page_offers_the_discussion_only_after_submit(client, proj
     submit(project, trace, annotator_a, {"FM-1.1": [1]})
     page = client.get(f"/p/{project.slug}/a/{slot.pk}/").content.decode()
     assert url(project, trace) in page
+
+
+def test_a_mention_never_carries_a_comment_to_someone_still_blind_on_the_trace(
+    client, project, trace, owner, annotator_a, annotator_b
+):
+    Assignment.objects.get_or_create(project=project, trace=trace, annotator=annotator_a)  # not submitted
+    submit(project, trace, annotator_b, {"FM-1.1": [2]})
+    client.force_login(owner)
+    client.post(url(project, trace), {"body": f"@{annotator_a.username} Ben chose FM-1.1 at step 2"})
+    assert not Mention.objects.filter(user=annotator_a).exists()
+    # A mention made while the reader could follow the discussion waits while they are blind on it again.
+    submit(project, trace, annotator_a, {"FM-1.1": [2]})
+    client.post(url(project, trace), {"body": f"@{annotator_a.username} now you may read this"})
+    assert Mention.objects.filter(user=annotator_a).count() == 1
+    Assignment.objects.filter(trace=trace, annotator=annotator_a).update(status="in_progress")
+    client.force_login(annotator_a)
+    assert "now you may read this" not in client.get("/mentions/").content.decode()

@@ -241,3 +241,18 @@ def test_the_api_serves_the_same_trend_as_the_command(
     assert client.get(f"/api/projects/{project.slug}/rounds/trend/").status_code == 403
     client.force_login(outsider)
     assert client.get(f"/api/projects/{project.slug}/rounds/trend/").status_code == 404
+
+
+def test_the_api_lists_rounds_in_a_constant_number_of_queries(
+    project, traces, owner, annotator_a, annotator_b, django_assert_max_num_queries
+):
+    from rest_framework.test import APIClient
+
+    names = [annotator_a.username, annotator_b.username]
+    for n, trace in enumerate(traces[:6]):
+        do_open_round(project, name=f"R{n}", annotators=names, choice=TraceChoice(ids=(trace.pk,)))
+    api = APIClient()
+    api.force_authenticate(owner)
+    with django_assert_max_num_queries(9):
+        body = api.get(f"/api/projects/{project.slug}/rounds/").json()
+    assert [r["n_traces"] for r in body] == [1] * 6

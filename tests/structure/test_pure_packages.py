@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 PURE_MODULES = [
     "annotator.agreement.stats",
+    "annotator.agreement.report",
+    "annotator.agreement.paper",
     "annotator.signatures",
     "annotator.llm.parse",
     "annotator.llm.prompt",
