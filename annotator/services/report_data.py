@@ -181,6 +181,7 @@ def load_report_input(
     *,
     traces: Sequence[int] | None = None,
     rater_ids: Sequence[int] | None = None,
+    source: str = "summary",
 ) -> LoadedInput:
     """The ratings tensor (traces with at least one matching annotation x raters x modes), the primary
     labels for single-primary taxonomies, and the evidence steps.
@@ -192,7 +193,11 @@ def load_report_input(
 
     ``traces`` restricts the load to those trace ids (an incremental refresh reloads only the traces
     whose annotations changed); ``rater_ids`` fixes the raters and their order (the stored state's) and
-    raises RatersChanged when a matching annotation is by anyone else."""
+    raises RatersChanged when a matching annotation is by anyone else.
+
+    On PostgreSQL the arrays come from the label summary (one narrow row per annotation, kept by triggers:
+    migration 0019) in one sequential pass; ``source="tables"`` reads the label tables themselves instead,
+    which is what the summary must always agree with (tests/agreement/test_label_summary.py)."""
     version = project.taxonomy_version
     mode_rows = list(
         FailureMode.objects.filter(version=version)
@@ -210,7 +215,10 @@ def load_report_input(
     if traces is not None:
         annotations = annotations.filter(assignment__trace_id__in=list(traces))
         labels = labels.filter(annotation__assignment__trace_id__in=list(traces))
-    if connection.vendor == "postgresql":
+    missing_rows = None
+    if connection.vendor == "postgresql" and source == "summary":
+        ann, lab, points, missing_rows = _summary_arrays(project, filters, traces)
+    elif connection.vendor == "postgresql":
         with transaction.atomic(), connection.cursor() as cursor:
             # JIT compiles for a few hundred ms whenever the estimate passes jit_above_cost, which a
             # large join or an expanded JSON list does; these scans gain nothing from it.
@@ -259,7 +267,9 @@ def load_report_input(
     li, lr, lm = item_idx[position[known]], rater_idx[position[known]], mode_column[known]
     ratings[li, lr, lm] = 1
     codes = [row[1] for row in mode_rows]
-    _mark_missing(ratings, project, filters, ann, item_idx, rater_idx, codes, traces=traces)
+    if missing_rows is None:
+        missing_rows = _missing_votes(project, filters, traces)
+    _mark_missing(ratings, missing_rows, ann, item_idx, rater_idx, codes)
 
     primary = None
     if not version.is_multi_label:
@@ -293,11 +303,19 @@ EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def annotation_columns(
-    project: Project, filters: Mapping[str, Any], traces: Sequence[int] | None = None
+    project: Project,
+    filters: Mapping[str, Any],
+    traces: Sequence[int] | None = None,
+    source: str = "summary",
 ) -> np.ndarray:
     """Per matching annotation: (trace id, annotation id, version, updated_at in microseconds since the
     epoch), as an (n, 4) int64 array: what the report's fingerprint aggregates, kept per trace by the
     incremental refresh so that it never re-aggregates every annotation."""
+    micros = "round(extract(epoch from c3) * 1000000)"
+    if connection.vendor == "postgresql" and source == "summary":
+        where, params = _summary_where(project, filters, traces)
+        sql = f"SELECT s.trace_id, s.annotation_id, s.version, s.updated_at FROM {SUMMARY} s WHERE {where}"
+        return fetch_int_sql(sql, params, 4, ["c0", "c1", "c2", micros])
     annotations = report_annotations(project, filters).order_by()
     if traces is not None:
         annotations = annotations.filter(assignment__trace_id__in=list(traces))
@@ -308,7 +326,6 @@ def annotation_columns(
         except EmptyResultSet:
             return np.zeros((0, 4), dtype=np.int64)
         # extract(epoch) is numeric (exact) since PostgreSQL 14; round() also guards a double.
-        micros = "round(extract(epoch from c3) * 1000000)"
         return fetch_int_sql(sql, params, 4, ["c0", "c1", "c2", micros])
     one = dt.timedelta(microseconds=1)
     return np.array([(t, pk, v, (u - EPOCH) // one) for t, pk, v, u in rows], dtype=np.int64).reshape(-1, 4)
@@ -397,24 +414,98 @@ def _labels_and_points(labels: QuerySet[LabelApplication]) -> tuple[np.ndarray, 
     return lab, points
 
 
-def _mark_missing(
-    ratings, project, filters, ann, item_idx, rater_idx, codes: list[str], traces: Sequence[int] | None = None
-) -> None:
-    """Votes an imported source left out (MAST's NaN) are missing, not "not chosen" (one query), on the
-    loaded traces only (`traces`, as in `load_report_input`)."""
+def _missing_votes(
+    project: Project, filters: Mapping[str, Any], traces: Sequence[int] | None
+) -> list[tuple[int, Any]]:
+    """(annotation id, its provenance's missing_modes) of the matching annotations that have one."""
     annotations = report_annotations(project, filters).filter(provenance__has_key="missing_modes")
     if traces is not None:
         annotations = annotations.filter(assignment__trace_id__in=list(traces))
-    rows = list(annotations.order_by().values_list("id", "provenance"))
+    return [
+        (pk, (provenance or {}).get("missing_modes", []))
+        for pk, provenance in annotations.order_by().values_list("id", "provenance")
+    ]
+
+
+def _mark_missing(ratings, rows: list[tuple[int, Any]], ann, item_idx, rater_idx, codes: list[str]) -> None:
+    """Votes an imported source left out (MAST's NaN) are missing, not "not chosen"."""
     if not rows:
         return
     position = {pk: k for k, pk in enumerate(ann[:, 0].tolist())}
     code_pos = {code: j for j, code in enumerate(codes)}
-    for pk, provenance in rows:
+    for pk, missing in rows:
         k = position.get(pk)
-        for code in (provenance or {}).get("missing_modes", []):
+        for code in missing:
             if k is not None and code in code_pos:
                 ratings[item_idx[k], rater_idx[k], code_pos[code]] = -1
+
+
+SUMMARY = "annotator_labelsummary"
+
+
+def _summary_where(
+    project: Project, filters: Mapping[str, Any], traces: Sequence[int] | None
+) -> tuple[str, list[Any]]:
+    """The WHERE clause selecting the summary rows of the matching submitted annotations: the project's
+    own columns for the unfiltered report, the filtered annotations' ids (a semi-join) otherwise."""
+    batches = list(project.batches.values_list("id", flat=True))
+    where = "s.project_id = %s AND s.status = %s AND s.batch_id = ANY(%s)"
+    params: list[Any] = [project.pk, Annotation.Status.SUBMITTED, batches]
+    if filters:
+        try:
+            sql, filter_params = (
+                report_annotations(project, filters).order_by().values("id").query.sql_with_params()
+            )
+        except EmptyResultSet:
+            return "FALSE", []
+        where += f" AND s.annotation_id IN ({sql})"
+        params += list(filter_params)
+    if traces is not None:
+        where += " AND s.trace_id = ANY(%s)"
+        params.append(list(traces))
+    return where, params
+
+
+def _summary_arrays(
+    project: Project, filters: Mapping[str, Any], traces: Sequence[int] | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, Any]]]:
+    """What the label tables give (annotations, labels, evidence points, missing votes), read from the
+    label summary in one pass: every column arrives as one packed bytea (see `fetch_int_sql`), the
+    per-annotation mode ids and evidence points already packed by the triggers."""
+    where, params = _summary_where(project, filters, traces)
+    columns = [
+        "int8send(s.annotation_id)",
+        "int8send(s.trace_id)",
+        "int8send(s.annotator_id)",
+        "int8send((octet_length(s.modes) / 8)::bigint)",
+        "s.modes",
+        "int8send(COALESCE(s.primary_mode, -1))",
+        "int8send((octet_length(s.points) / 16)::bigint)",
+        "s.points",
+    ]
+    packed = ", ".join(f"string_agg({c}, ''::bytea)" for c in columns)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL jit = off")
+        cursor.execute(f"SELECT count(*), {packed} FROM {SUMMARY} s WHERE {where}", params)
+        count, *values = cursor.fetchone()
+        cursor.execute(
+            f"SELECT s.annotation_id, s.missing FROM {SUMMARY} s WHERE {where} AND s.missing IS NOT NULL",
+            params,
+        )
+        missing = [
+            (pk, json.loads(value) if isinstance(value, str) else value) for pk, value in cursor.fetchall()
+        ]
+
+    def column(k: int) -> np.ndarray:
+        return np.frombuffer(values[k], dtype=">i8").astype(np.int64) if count else np.zeros(0, np.int64)
+
+    ids = column(0)
+    ann = np.stack([ids, column(1), column(2)], axis=1) if count else np.zeros((0, 3), np.int64)
+    n_modes, modes, primary = column(3), column(4), column(5)
+    lab = np.stack([np.repeat(ids, n_modes), modes, modes == np.repeat(primary, n_modes)], axis=1)
+    n_points, flat = column(6), column(7).reshape(-1, 2)
+    points = np.stack([np.repeat(ids, n_points), flat[:, 0], flat[:, 1]], axis=1)
+    return ann, lab.astype(np.int64), points, missing
 
 
 def _raters(user_ids: np.ndarray) -> list[dict[str, Any]]:
