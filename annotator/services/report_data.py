@@ -169,6 +169,8 @@ class LoadedInput:
     raters: list[dict[str, Any]]  # per rater: username, kind (human/llm), imported (inactive account)
     trace_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # per item, sorted
     rater_ids: tuple[int, ...] = ()  # user id of each rater, in the order of data.raters
+    # annotation_columns of the same annotations when the load read them too (the label summary), else None
+    columns: np.ndarray | None = None
 
 
 class RatersChanged(Exception):
@@ -215,9 +217,9 @@ def load_report_input(
     if traces is not None:
         annotations = annotations.filter(assignment__trace_id__in=list(traces))
         labels = labels.filter(annotation__assignment__trace_id__in=list(traces))
-    missing_rows = None
+    missing_rows = columns = None
     if connection.vendor == "postgresql" and source == "summary":
-        ann, lab, points, missing_rows = _summary_arrays(project, filters, traces)
+        ann, lab, points, missing_rows, columns = _summary_arrays(project, filters, traces)
     elif connection.vendor == "postgresql":
         with transaction.atomic(), connection.cursor() as cursor:
             # JIT compiles for a few hundred ms whenever the estimate passes jit_above_cost, which a
@@ -295,7 +297,11 @@ def load_report_input(
         evidence=evidence,
     )
     return LoadedInput(
-        data=data, raters=raters, trace_ids=trace_ids, rater_ids=tuple(int(u) for u in user_order)
+        data=data,
+        raters=raters,
+        trace_ids=trace_ids,
+        rater_ids=tuple(int(u) for u in user_order),
+        columns=columns,
     )
 
 
@@ -313,9 +319,7 @@ def annotation_columns(
     incremental refresh so that it never re-aggregates every annotation."""
     micros = "round(extract(epoch from c3) * 1000000)"
     if connection.vendor == "postgresql" and source == "summary":
-        where, params = _summary_where(project, filters, traces)
-        sql = f"SELECT s.trace_id, s.annotation_id, s.version, s.updated_at FROM {SUMMARY} s WHERE {where}"
-        return fetch_int_sql(sql, params, 4, ["c0", "c1", "c2", micros])
+        return _summary_arrays(project, filters, traces)[4]
     annotations = report_annotations(project, filters).order_by()
     if traces is not None:
         annotations = annotations.filter(assignment__trace_id__in=list(traces))
@@ -466,46 +470,63 @@ def _summary_where(
     return where, params
 
 
+def summary_aggregate(project: Project, filters: Mapping[str, Any]) -> dict[str, Any]:
+    """The fingerprint's aggregate (count, highest id, sum of versions, latest update) of the matching
+    submitted annotations, from the label summary. PostgreSQL only."""
+    where, params = _summary_where(project, filters, None)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*), max(s.annotation_id), sum(s.version), max(s.updated_at) "
+            f"FROM {SUMMARY} s WHERE {where}",
+            params,
+        )
+        n, last_id, versions, changed = cursor.fetchone()
+    return {
+        "n": n,
+        "last_id": last_id,
+        "versions": None if versions is None else int(versions),
+        "changed": changed,
+    }
+
+
 def _summary_arrays(
     project: Project, filters: Mapping[str, Any], traces: Sequence[int] | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, Any]]]:
-    """What the label tables give (annotations, labels, evidence points, missing votes), read from the
-    label summary in one pass: every column arrives as one packed bytea (see `fetch_int_sql`), the
-    per-annotation mode ids and evidence points already packed by the triggers."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, Any]], np.ndarray]:
+    """What the label tables give (annotations, labels, evidence points, missing votes) and the
+    annotation columns (see `annotation_columns`), read from the label summary in one pass: the packed
+    ``head`` and ``body`` of every matching row, concatenated by the database and split by numpy."""
     where, params = _summary_where(project, filters, traces)
-    columns = [
-        "int8send(s.annotation_id)",
-        "int8send(s.trace_id)",
-        "int8send(s.annotator_id)",
-        "int8send((octet_length(s.modes) / 8)::bigint)",
-        "s.modes",
-        "int8send(COALESCE(s.primary_mode, -1))",
-        "int8send((octet_length(s.points) / 16)::bigint)",
-        "s.points",
-    ]
-    packed = ", ".join(f"string_agg({c}, ''::bytea)" for c in columns)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL jit = off")
-        cursor.execute(f"SELECT count(*), {packed} FROM {SUMMARY} s WHERE {where}", params)
-        count, *values = cursor.fetchone()
+        cursor.execute(
+            f"SELECT count(*), string_agg(s.head, ''::bytea), string_agg(s.body, ''::bytea) "
+            f"FROM {SUMMARY} s WHERE {where}",
+            params,
+        )
+        count, head, body = cursor.fetchone()
         cursor.execute(
             f"SELECT s.annotation_id, s.missing FROM {SUMMARY} s WHERE {where} AND s.missing IS NOT NULL",
             params,
         )
-        missing = [
-            (pk, json.loads(value) if isinstance(value, str) else value) for pk, value in cursor.fetchall()
-        ]
-
-    def column(k: int) -> np.ndarray:
-        return np.frombuffer(values[k], dtype=">i8").astype(np.int64) if count else np.zeros(0, np.int64)
-
-    ids = column(0)
-    ann = np.stack([ids, column(1), column(2)], axis=1) if count else np.zeros((0, 3), np.int64)
-    n_modes, modes, primary = column(3), column(4), column(5)
+        missing = [(pk, json.loads(v) if isinstance(v, str) else v) for pk, v in cursor.fetchall()]
+    heads = (
+        np.frombuffer(head, dtype=">i8").reshape(-1, 8).astype(np.int64)
+        if count
+        else np.zeros((0, 8), np.int64)
+    )
+    bodies = np.frombuffer(body, dtype=">i8").astype(np.int64) if count and body else np.zeros(0, np.int64)
+    ids, n_modes, primary, n_points = heads[:, 0], heads[:, 3], heads[:, 4], heads[:, 5]
+    # Each body is its label modes then its (mode, step) pairs: mark which int8 of the bodies is which.
+    sizes = n_modes + 2 * n_points
+    start = np.cumsum(sizes) - sizes
+    offset = np.arange(len(bodies)) - np.repeat(start, sizes)
+    is_mode = offset < np.repeat(n_modes, sizes)
+    modes = bodies[is_mode]
+    pairs = bodies[~is_mode].reshape(-1, 2)
     lab = np.stack([np.repeat(ids, n_modes), modes, modes == np.repeat(primary, n_modes)], axis=1)
-    n_points, flat = column(6), column(7).reshape(-1, 2)
-    points = np.stack([np.repeat(ids, n_points), flat[:, 0], flat[:, 1]], axis=1)
-    return ann, lab.astype(np.int64), points, missing
+    points = np.stack([np.repeat(ids, n_points), pairs[:, 0], pairs[:, 1]], axis=1)
+    columns = heads[:, [1, 0, 6, 7]]  # trace, id, version, updated_at micros
+    return heads[:, :3].copy(), lab.astype(np.int64), points, missing, columns
 
 
 def _raters(user_ids: np.ndarray) -> list[dict[str, Any]]:

@@ -77,6 +77,7 @@ from annotator.services.report_data import (
     clean_filters,
     load_report_input,
     report_annotations,
+    summary_aggregate,
 )
 from taxonomy.models import FailureMode
 
@@ -137,9 +138,12 @@ def inputs_fingerprint(project: Project, filters: Mapping[str, Any]) -> str:
 
 
 def _fingerprint(project: Project, filters: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    stats = report_annotations(project, filters).aggregate(
-        n=Count("id"), last_id=Max("id"), versions=Sum("version"), changed=Max("updated_at")
-    )
+    if connection.vendor == "postgresql":
+        stats = summary_aggregate(project, filters)  # the same numbers from one narrow table, no join
+    else:
+        stats = report_annotations(project, filters).aggregate(
+            n=Count("id"), last_id=Max("id"), versions=Sum("version"), changed=Max("updated_at")
+        )
     return _fingerprint_of(project, filters, stats), stats
 
 
@@ -266,9 +270,9 @@ def do_compute_report(report_id: int) -> AgreementReport:
                         cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                         cursor.execute("SET LOCAL work_mem = '256MB'")  # the aggregate's join, in memory
                 snapshot = timezone.now()  # no later than the snapshot the reads below see
-                fingerprint, _ = _fingerprint(project, report.filters)
                 data_updated_at = newest_change(project)
-                rows = report_rows(project, report.filters, snapshot)
+                rows, stats = report_rows(project, report.filters, snapshot)
+                fingerprint = _fingerprint_of(project, report.filters, stats)
             results = _results(project, report, rows, fingerprint)
     except OperationalError:
         AgreementReport.objects.filter(pk=report.pk).update(status=JobStatus.QUEUED)
@@ -303,13 +307,17 @@ class Rows:
     incremental: bool = False
 
 
-def report_rows(project: Project, filters: Mapping[str, Any], snapshot: datetime) -> Rows:
-    """The rows for `filters` from a full load; for the unfiltered report the state an incremental
-    refresh starts from is stored too. Call inside the transaction of the snapshot."""
+def report_rows(
+    project: Project, filters: Mapping[str, Any], snapshot: datetime
+) -> tuple[Rows, dict[str, Any]]:
+    """The rows for `filters` from a full load, and the fingerprint's aggregate of the same annotations;
+    for the unfiltered report the state an incremental refresh starts from is stored too. Call inside the
+    transaction of the snapshot."""
     loaded = load_report_input(project, filters)
     items, row_of_item = compress(loaded.data, report_settings().windows)
+    columns = loaded.columns if loaded.columns is not None else annotation_columns(project, filters)
+    counts, versions, aggregate = _trace_stats(columns, loaded.trace_ids)
     if not filters:
-        counts, versions, aggregate = _trace_stats(annotation_columns(project, {}), loaded.trace_ids)
         _save_state(
             project,
             loaded.trace_ids,
@@ -322,7 +330,7 @@ def report_rows(project: Project, filters: Mapping[str, Any], snapshot: datetime
             snapshot,
             snapshot,
         )
-    return Rows(items, loaded.data.modes, loaded.raters)
+    return Rows(items, loaded.data.modes, loaded.raters), aggregate
 
 
 def _trace_stats(columns: np.ndarray, trace_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
@@ -452,9 +460,10 @@ def _incremental(
     sub_items, sub_rows = compress(sub.data, report_settings().windows)
     if (old.primary is None) != (sub_items.primary is None):
         return None
-    sub_count, sub_versions, sub_aggregate = _trace_stats(
-        annotation_columns(project, {}, traces=changed.tolist()), sub.trace_ids
+    columns = (
+        sub.columns if sub.columns is not None else annotation_columns(project, {}, traces=changed.tolist())
     )
+    sub_count, sub_versions, sub_aggregate = _trace_stats(columns, sub.trace_ids)
     keep = ~np.isin(trace_ids, changed)
     # A submitted annotation is never withdrawn (re-saving one as a draft is refused) and a deleted one
     # empties the key (trigger): a changed trace with fewer annotations than before is a surprise.

@@ -23,8 +23,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 COLUMNS = (
-    "annotation_id, project_id, batch_id, trace_id, annotator_id, status, version, updated_at, modes, "
-    "primary_mode, points, missing"
+    "annotation_id, project_id, batch_id, trace_id, annotator_id, status, version, updated_at, head, body, "
+    "missing"
 )
 
 
