@@ -27,7 +27,14 @@ from annotator.models import AdjudicationItem, Annotation, Assignment, GoldLabel
 from annotator.signatures import Grouping, factorize
 from traces.models import Step
 
-__all__ = ["EvidencePoints", "annotation_evidence", "coded_rows", "gold_evidence"]
+__all__ = [
+    "EvidencePoints",
+    "annotation_evidence",
+    "coded_rows",
+    "gold_evidence",
+    "gold_from_summary",
+    "grouped_rows",
+]
 
 
 @dataclass(frozen=True)
@@ -213,3 +220,97 @@ def _t(model: type[Model]) -> str:
 
 def _c(model: type[Model], field: str) -> str:
     return connection.ops.quote_name(model._meta.get_field(field).column)
+
+
+def gold_from_summary(
+    project_id: int, statuses: tuple[str, ...]
+) -> tuple[np.ndarray, np.ndarray, EvidencePoints]:
+    """What the gold queries give -- the (trace, mode) pairs of the gold labels and `gold_evidence` -- read
+    from the gold summary (migration 0020): each item's packed ``head`` and ``body``, concatenated by the
+    database, with every evidence point's agent already resolved. PostgreSQL only.
+
+    The attributed agent (the smallest non-empty ``attribution.agent`` of the submitted labels of the same
+    trace and mode) comes from the few labels that carry one (a partial index finds them)."""
+    label, annotation, assignment = _t(LabelApplication), _t(Annotation), _t(Assignment)
+    with connection.cursor() as cursor:
+        # The agent names come along: a handful of names for every project's gold evidence together.
+        cursor.execute(
+            "SELECT count(*), string_agg(head, ''::bytea), string_agg(body, ''::bytea), "
+            "(SELECT array_agg(id) FROM annotator_agentname), (SELECT array_agg(name) FROM annotator_agentname) "
+            "FROM annotator_goldsummary WHERE project_id = %s AND status = ANY(%s)",
+            [project_id, list(statuses)],
+        )
+        count, head, body, name_ids, names = cursor.fetchone()
+        cursor.execute(
+            f"""
+            SELECT s.{_c(Assignment, "trace")}, l.{_c(LabelApplication, "mode")},
+                   MIN(NULLIF(l.{_c(LabelApplication, "attribution")} ->> 'agent', ''))
+            FROM {label} l
+            JOIN {annotation} a ON a.{_c(Annotation, "id")} = l.{_c(LabelApplication, "annotation")}
+            JOIN {assignment} s ON s.{_c(Assignment, "id")} = a.{_c(Annotation, "assignment")}
+            WHERE l.{_c(LabelApplication, "attribution")} ? 'agent'
+              AND s.{_c(Assignment, "project")} = %s AND a.{_c(Annotation, "status")} = %s
+            GROUP BY 1, 2
+            """,
+            [project_id, Annotation.Status.SUBMITTED],
+        )
+        attributions = {(trace, mode): name for trace, mode, name in cursor.fetchall() if name}
+        heads = (
+            np.frombuffer(head, dtype=">i8").reshape(-1, 4).astype(np.int64)
+            if count
+            else np.zeros((0, 4), np.int64)
+        )
+        bodies = (
+            np.frombuffer(body, dtype=">i8").astype(np.int64) if count and body else np.zeros(0, np.int64)
+        )
+        trace, n_modes, n_points = heads[:, 1], heads[:, 2], heads[:, 3]
+        sizes = n_modes + 3 * n_points
+        start = np.cumsum(sizes) - sizes
+        is_mode = np.arange(len(bodies)) - np.repeat(start, sizes) < np.repeat(n_modes, sizes)
+        triples = bodies[~is_mode].reshape(-1, 3)
+    agent_ids, agent_codes = np.unique(triples[:, 2], return_inverse=True)
+    name_of = dict(zip(name_ids or [], names or [], strict=True))
+    point_trace = np.repeat(trace, n_points)
+    agents = [name_of[int(pk)] for pk in agent_ids]
+    ordered = sorted(set(agents), key=str)
+    remap = np.array([ordered.index(name) for name in agents], dtype=np.intp)
+    agent = Grouping(remap[agent_codes.reshape(-1)] if len(triples) else np.zeros(0, np.intp), tuple(ordered))
+    if attributions and len(triples):
+        attributed = factorize(
+            [
+                attributions.get(key, "")
+                for key in zip(point_trace.tolist(), triples[:, 0].tolist(), strict=True)
+            ]
+        )
+    else:
+        attributed = Grouping(np.zeros(len(triples), np.intp), ("",) if len(triples) else ())
+    points = EvidencePoints(point_trace, triples[:, 0].copy(), triples[:, 1].copy(), agent, attributed)
+    return np.repeat(trace, n_modes), bodies[is_mode], points
+
+
+def grouped_rows(
+    sql: str, params: Sequence[object], n_ints: int, n_texts: int
+) -> tuple[np.ndarray, list[Grouping]]:
+    """What `coded_rows` returns, for queries whose text columns take few distinct combinations (a
+    trace's model, system, benchmark, outcome, batch): the database groups the rows by their texts and
+    returns each group's whole-number columns packed, so no text is handled per row. PostgreSQL only."""
+    n = n_ints + n_texts
+    names = ", ".join(f"c{k}" for k in range(n))
+    texts = ", ".join(f"c{n_ints + k}" for k in range(n_texts))
+    packed = ", ".join(f"string_agg(int8send(c{k}::bigint), ''::bytea)" for k in range(n_ints))
+    statement = f"SELECT {texts}, count(*), {packed} FROM ({sql}) AS q({names}) GROUP BY {texts}"
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        groups = cursor.fetchall()
+    sizes = np.array([row[n_texts] for row in groups], dtype=np.int64)
+    ints = np.empty((int(sizes.sum()), n_ints), dtype=np.int64)
+    for k in range(n_ints):
+        if len(ints):
+            ints[:, k] = np.frombuffer(b"".join(row[n_texts + 1 + k] for row in groups), dtype=">i8")
+    groupings = []
+    for k in range(n_texts):
+        values = ["" if row[k] is None else str(row[k]) for row in groups]
+        ordered = sorted(set(values), key=str)
+        codes = np.array([ordered.index(v) for v in values], dtype=np.intp)
+        groupings.append(Grouping(np.repeat(codes, sizes), tuple(ordered)))
+    return ints, groupings

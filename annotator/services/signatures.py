@@ -29,7 +29,14 @@ from django.db.models import Exists, OuterRef, Q
 
 from annotator.models import AdjudicationItem, Annotation, GoldLabel, LabelApplication, Project
 from annotator.services.report_data import fetch_int_columns
-from annotator.services.signature_sql import EvidencePoints, annotation_evidence, coded_rows, gold_evidence
+from annotator.services.signature_sql import (
+    EvidencePoints,
+    annotation_evidence,
+    coded_rows,
+    gold_evidence,
+    gold_from_summary,
+    grouped_rows,
+)
 from annotator.signatures import (
     FAILURE,
     SUCCESS,
@@ -135,22 +142,26 @@ class _Labels:
     evidence: EvidencePoints
 
 
-def load_signature_input(project: Project, query: SignatureQuery) -> SignatureInput:
-    """The arrays of :class:`~annotator.signatures.SignatureInput` for `project` under `query`."""
+def load_signature_input(project: Project, query: SignatureQuery, *, summary: bool = True) -> SignatureInput:
+    """The arrays of :class:`~annotator.signatures.SignatureInput` for `project` under `query`.
+
+    On PostgreSQL the traces come grouped by their texts and the gold from the gold summary (migration
+    0020); ``summary=False`` reads the gold tables themselves, which the summary must always agree with
+    (tests/signatures/test_gold_summary.py)."""
     with _analytics_transaction():
         modes = list(
             FailureMode.objects.filter(version_id=project.taxonomy_version_id)
             .select_related("category")
             .order_by("order", "id")
         )
-        traces = _traces(project, query)
+        traces = _traces(project, query, grouped=summary)
         covered = from_gold = _gold_traces(project, query, traces.ids)
         if query.fallback:
             submitted = _submitted_annotations(project, query, traces.ids)
             covered = from_gold | (submitted >= (2 if query.fallback == "agreed" else 1))
         keep = np.flatnonzero(covered)
         traces, from_gold = traces.take(keep), from_gold[keep]
-        gold = _gold_labels(project, query) if query.use_gold else None
+        gold = _gold_labels(project, query, summary) if query.use_gold else None
         other = _annotation_labels(project, query, traces.ids, submitted[keep]) if query.fallback else None
     mode_column = _lookup([mode.id for mode in modes])
     labels = np.zeros((len(traces.ids), len(modes)), dtype=bool)
@@ -224,7 +235,7 @@ def _trace_q(query: SignatureQuery, prefix: str = "") -> Q:
     return q
 
 
-def _traces(project: Project, query: SignatureQuery) -> _Traces:
+def _traces(project: Project, query: SignatureQuery, grouped: bool = True) -> _Traces:
     """One query: the project's traces under the filters that the source may cover (an EXISTS per source
     keeps unlabelled traces out), as columns sorted by trace id."""
     covered = []
@@ -244,7 +255,8 @@ def _traces(project: Project, query: SignatureQuery) -> _Traces:
     )
     if connection.vendor == "postgresql":
         sql, params = traces.query.sql_with_params()
-        ints, (outcome, *groups, batch) = coded_rows(sql, params, 2, 5)
+        read = grouped_rows if grouped else coded_rows
+        ints, (outcome, *groups, batch) = read(sql, params, 2, 5)
         ids, step_count = ints[:, 0], ints[:, 1]
     else:
         rows = list(traces)
@@ -302,7 +314,13 @@ def _annotations(project: Project, query: SignatureQuery):
     return annotations
 
 
-def _gold_labels(project: Project, query: SignatureQuery) -> _Labels:
+def _gold_labels(project: Project, query: SignatureQuery, summary: bool = True) -> _Labels:
+    """The gold (trace, mode) pairs and evidence. The summary's pairs are not narrowed by the trace
+    filters: pairs of traces outside the selection find no row in the matrix (`_locate`), as evidence
+    never was narrowed either."""
+    if summary and connection.vendor == "postgresql":
+        pair_trace, pair_mode, points = gold_from_summary(project.id, GOLD_STATUSES)
+        return _Labels(pair_trace, pair_mode, points)
     pairs = (
         GoldLabel.objects.filter(item__project=project, item__status__in=GOLD_STATUSES)
         .filter(_trace_q(query, "item__trace__"))

@@ -19,7 +19,8 @@ from tests.factories import UserFactory, add_member
 from tests.labels import project_trace, submit
 
 pytestmark = pytest.mark.skipif(
-    connection.vendor != "postgresql", reason="the label summary is PostgreSQL's (elsewhere the tables are read)"
+    connection.vendor != "postgresql",
+    reason="the label summary is PostgreSQL's (elsewhere the tables are read)",
 )
 
 COLUMNS = (
@@ -111,7 +112,7 @@ def test_after_random_inserts_edits_and_deletions_the_summary_says_what_the_tabl
                 victim.labels.filter(pk__in=victim.labels.values("pk")[:1]).delete()
             elif action == "missing":
                 Annotation.objects.filter(pk=victim.pk).update(
-                    provenance={"missing_modes": rng.sample(codes, 2) + ["NOT-A-MODE"]}
+                    provenance={"missing_modes": [*rng.sample(codes, 2), "NOT-A-MODE"]}
                 )
             elif action == "draft":
                 Annotation.objects.filter(pk=victim.pk).update(status=Annotation.Status.DRAFT)
