@@ -24,6 +24,7 @@ from django.db import connection
 from django.db.models import Model
 
 from annotator.models import AdjudicationItem, Annotation, Assignment, GoldLabel, LabelApplication
+from annotator.services.report_data import fetch_binary
 from annotator.signatures import Grouping, factorize
 from traces.models import Step
 
@@ -234,13 +235,12 @@ def gold_from_summary(
     label, annotation, assignment = _t(LabelApplication), _t(Annotation), _t(Assignment)
     with connection.cursor() as cursor:
         # The agent names come along: a handful of names for every project's gold evidence together.
-        cursor.execute(
+        count, head, body, name_ids, names = fetch_binary(
             "SELECT count(*), string_agg(head, ''::bytea), string_agg(body, ''::bytea), "
             "(SELECT array_agg(id) FROM annotator_agentname), (SELECT array_agg(name) FROM annotator_agentname) "
             "FROM annotator_goldsummary WHERE project_id = %s AND status = ANY(%s)",
             [project_id, list(statuses)],
         )
-        count, head, body, name_ids, names = cursor.fetchone()
         cursor.execute(
             f"""
             SELECT s.{_c(Assignment, "trace")}, l.{_c(LabelApplication, "mode")},
