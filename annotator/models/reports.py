@@ -50,6 +50,10 @@ class ReportRows(models.Model):
     watermark = models.DateTimeField()
     full_at = models.DateTimeField(help_text="When the rows were last computed in full")
     arrays = models.BinaryField()
+    # What incremental refreshes changed since `arrays` was written (an .npz: the changed traces' rows,
+    # counts and versions, the rows they added, the aggregate), so that a refresh rewrites a few kilobytes
+    # rather than every trace's row; folded into `arrays` once it grows. Empty: nothing changed.
+    changes = models.BinaryField(default=b"", blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

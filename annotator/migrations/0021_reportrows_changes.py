@@ -1,0 +1,13 @@
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    dependencies = [("annotator", "0020_gold_summary")]
+
+    operations = [
+        migrations.AddField(
+            model_name="reportrows",
+            name="changes",
+            field=models.BinaryField(blank=True, default=b""),
+        ),
+    ]
