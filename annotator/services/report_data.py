@@ -524,25 +524,42 @@ def _summary_arrays(
             params,
         )
         missing = [(pk, json.loads(v) if isinstance(v, str) else v) for pk, v in cursor.fetchall()]
-    heads = (
-        np.frombuffer(head, dtype=">i8").reshape(-1, 8).astype(np.int64)
-        if count
-        else np.zeros((0, 8), np.int64)
-    )
-    bodies = np.frombuffer(body, dtype=">i8").astype(np.int64) if count and body else np.zeros(0, np.int64)
-    ids, n_modes, primary, n_points = heads[:, 0], heads[:, 3], heads[:, 4], heads[:, 5]
-    # Each body is its label modes then its (mode, step) pairs: mark which int8 of the bodies is which.
-    sizes = n_modes + 2 * n_points
-    start = np.cumsum(sizes) - sizes
-    offset = np.arange(len(bodies)) - np.repeat(start, sizes)
-    is_mode = offset < np.repeat(n_modes, sizes)
-    modes = bodies[is_mode]
-    pairs = bodies[~is_mode].reshape(-1, 2)
-    rows = np.arange(len(ids))
-    lab = np.stack([np.repeat(rows, n_modes), modes, modes == np.repeat(primary, n_modes)], axis=1)
+    # Big-endian views of the bytes; only the columns taken are converted (a million traces: ~200 MB).
+    heads = np.frombuffer(head, dtype=">i8").reshape(-1, 8) if count else np.zeros((0, 8), np.int64)
+    bodies = np.frombuffer(body, dtype=">i8") if count and body else np.zeros(0, np.int64)
+
+    def col(k: int) -> np.ndarray:
+        return heads[:, k].astype(np.int64)
+
+    n_modes, n_points = col(3), col(5)
+    modes, pairs = split_bodies(bodies, n_modes, n_points, 2)
+    rows = np.arange(len(heads))
+    lab = np.stack([np.repeat(rows, n_modes), modes, modes == np.repeat(col(4), n_modes)], axis=1)
     points = np.stack([np.repeat(rows, n_points), pairs[:, 0], pairs[:, 1]], axis=1)
-    columns = heads[:, [1, 0, 6, 7]]  # trace, id, version, updated_at micros
-    return heads[:, :3].copy(), lab.astype(np.int64), points, missing, columns
+    columns = np.stack([col(1), col(0), col(6), col(7)], axis=1)  # trace, id, version, updated_at micros
+    ann = np.stack([col(0), col(1), col(2)], axis=1)
+    return ann, lab.astype(np.int64), points, missing, columns
+
+
+def split_bodies(
+    bodies: np.ndarray, n_first: np.ndarray, n_tuples: np.ndarray, width: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenated bodies, each `n_first` int8 then `n_tuples` tuples of `width` int8, as the first parts
+    (concatenated) and the tuples (an (n, width) array), converted to native int64. Index arithmetic
+    only: no mask or copy as long as all the bodies."""
+    sizes = n_first + width * n_tuples
+    start = np.cumsum(sizes) - sizes
+    before_first = np.cumsum(n_first) - n_first
+    at_first = np.arange(int(n_first.sum())) + np.repeat(start - before_first, n_first)
+    before_tuples = np.cumsum(n_tuples) - n_tuples
+    at_tuple = width * np.arange(int(n_tuples.sum())) + np.repeat(
+        start + n_first - width * before_tuples, n_tuples
+    )
+    tuples = np.stack([bodies[at_tuple + k] for k in range(width)], axis=1) if len(at_tuple) else None
+    return (
+        bodies[at_first].astype(np.int64),
+        tuples.astype(np.int64) if tuples is not None else np.zeros((0, width), np.int64),
+    )
 
 
 def _raters(user_ids: np.ndarray) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ from django.db import connection
 from django.db.models import Model
 
 from annotator.models import AdjudicationItem, Annotation, Assignment, GoldLabel, LabelApplication
-from annotator.services.report_data import fetch_binary
+from annotator.services.report_data import fetch_binary, split_bodies
 from annotator.signatures import Grouping, factorize
 from traces.models import Step
 
@@ -255,19 +255,10 @@ def gold_from_summary(
             [project_id, Annotation.Status.SUBMITTED],
         )
         attributions = {(trace, mode): name for trace, mode, name in cursor.fetchall() if name}
-        heads = (
-            np.frombuffer(head, dtype=">i8").reshape(-1, 4).astype(np.int64)
-            if count
-            else np.zeros((0, 4), np.int64)
-        )
-        bodies = (
-            np.frombuffer(body, dtype=">i8").astype(np.int64) if count and body else np.zeros(0, np.int64)
-        )
-        trace, n_modes, n_points = heads[:, 1], heads[:, 2], heads[:, 3]
-        sizes = n_modes + 3 * n_points
-        start = np.cumsum(sizes) - sizes
-        is_mode = np.arange(len(bodies)) - np.repeat(start, sizes) < np.repeat(n_modes, sizes)
-        triples = bodies[~is_mode].reshape(-1, 3)
+    heads = np.frombuffer(head, dtype=">i8").reshape(-1, 4) if count else np.zeros((0, 4), np.int64)
+    bodies = np.frombuffer(body, dtype=">i8") if count and body else np.zeros(0, np.int64)
+    trace, n_modes, n_points = (heads[:, k].astype(np.int64) for k in (1, 2, 3))
+    modes, triples = split_bodies(bodies, n_modes, n_points, 3)
     agent_ids, agent_codes = np.unique(triples[:, 2], return_inverse=True)
     name_of = dict(zip(name_ids or [], names or [], strict=True))
     point_trace = np.repeat(trace, n_points)
@@ -285,7 +276,7 @@ def gold_from_summary(
     else:
         attributed = Grouping(np.zeros(len(triples), np.intp), ("",) if len(triples) else ())
     points = EvidencePoints(point_trace, triples[:, 0].copy(), triples[:, 1].copy(), agent, attributed)
-    return np.repeat(trace, n_modes), bodies[is_mode], points
+    return np.repeat(trace, n_modes), modes, points
 
 
 def grouped_rows(
