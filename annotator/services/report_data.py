@@ -1,9 +1,11 @@
 """From the database to the agreement report's input arrays, vectorised.
 
 Why not loop over traces: a million-trace project has two million annotations and ~three million labels,
-and the report must go from the database to a stored result in seconds. So each table is read once
-(on PostgreSQL as packed binary columns straight into numpy: annotations, labels, evidence steps), and the
-(traces x raters x modes) ratings tensor is filled by fancy indexing -- no Python object per trace.
+and the report must go from the database to a stored result in seconds. On PostgreSQL the database keeps
+a label summary (one packed row per annotation, maintained by triggers in the same transaction as every
+write: migration 0019), read in one sequential pass as two binary columns straight into numpy; elsewhere
+each table is read once. The (traces x raters x modes) ratings tensor is filled by fancy indexing -- no
+Python object per trace.
 
 Filters (all optional, combined with AND) restrict which submitted annotations count:
 `batch` (a batch name of the project), `annotators` (usernames), `since` / `until` (dates, inclusive,

@@ -27,7 +27,10 @@ row (``annotator.agreement.report.ItemRows``), so the project's traces are kept 
 counts plus the row of every trace (``ReportRows``). A refresh reloads only the traces with an annotation
 changed since the stored snapshot (``updated_at``, indexed, minus REFRESH_MARGIN so that a transaction
 that committed late is still seen: reloading a trace twice is harmless), moves them to their new rows,
-and builds the report from the rows -- never a full reload. Anything the update cannot vouch for (a new
+and builds the report from the rows -- never a full reload. The stored state is the last full
+computation's (every trace's row) plus what refreshes changed since (``ReportRows.changes``, a few
+kilobytes per refresh; folded into a new base past FOLD_AFTER traces), so a refresh of a million-trace
+project writes kilobytes, not megabytes. Anything the update cannot vouch for (a new
 or vanished rater, another taxonomy version or window setting, an annotation deleted elsewhere, which
 the count check catches, or too many changed traces) falls back to the full computation, which writes a
 fresh state. The result is the same as the full computation's (tests/agreement/test_incremental.py).
