@@ -34,7 +34,7 @@ from django.db.models.functions import Cast
 from django.db.models.lookups import Exact
 from django.utils import timezone
 
-from annotator.agreement.report import EvidenceRows, ModeInfo, ReportInput
+from annotator.agreement.report import EvidenceRows, ModeInfo, ReportInput, unique_ints
 from annotator.models import Annotation, LabelApplication, Membership, Project, RaterKind, Role
 from annotator.raters import kinds_of
 from taxonomy.models import FailureMode
@@ -174,6 +174,8 @@ class LoadedInput:
     rater_ids: tuple[int, ...] = ()  # user id of each rater, in the order of data.raters
     # annotation_columns of the same annotations when the load read them too (the label summary), else None
     columns: np.ndarray | None = None
+    # the item (index in trace_ids) of each row of `columns`
+    column_items: np.ndarray | None = None
 
 
 class RatersChanged(Exception):
@@ -246,11 +248,11 @@ def load_report_input(
         ).reshape(-1, 3)
         lab, points = _labels_and_points(labels)
 
-    trace_ids, item_idx = np.unique(ann[:, 1], return_inverse=True)
+    trace_ids, item_idx = unique_ints(ann[:, 1])
     item_idx = item_idx.reshape(-1)
     n_items = len(trace_ids)
     if rater_ids is None:
-        user_ids, rater_idx = np.unique(ann[:, 2], return_inverse=True)
+        user_ids, rater_idx = unique_ints(ann[:, 2])
         rater_idx = rater_idx.reshape(-1)
         raters = _raters(user_ids)
         # Raters in username order (stable across runs and readable), not in user-id order.
@@ -308,6 +310,7 @@ def load_report_input(
         trace_ids=trace_ids,
         rater_ids=tuple(int(u) for u in user_order),
         columns=columns,
+        column_items=None if columns is None else item_idx,
     )
 
 

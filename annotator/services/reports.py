@@ -320,8 +320,10 @@ def report_rows(
     transaction of the snapshot."""
     loaded = load_report_input(project, filters)
     items, row_of_item = compress(loaded.data, report_settings().windows)
-    columns = loaded.columns if loaded.columns is not None else annotation_columns(project, filters)
-    counts, versions, aggregate = _trace_stats(columns, loaded.trace_ids)
+    if loaded.columns is not None:
+        counts, versions, aggregate = _trace_stats(loaded.columns, loaded.trace_ids, loaded.column_items)
+    else:
+        counts, versions, aggregate = _trace_stats(annotation_columns(project, filters), loaded.trace_ids)
     if not filters:
         _save_state(
             project,
@@ -338,11 +340,15 @@ def report_rows(
     return Rows(items, loaded.data.modes, loaded.raters), aggregate
 
 
-def _trace_stats(columns: np.ndarray, trace_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+def _trace_stats(
+    columns: np.ndarray, trace_ids: np.ndarray, position: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """From annotation_columns rows (trace, id, version, updated_at micros): per trace of the sorted
     `trace_ids` the number of annotations and the sum of their versions, and the fingerprint's aggregate
-    over all of them (as SQL's Count/Max/Sum/Max gives it)."""
-    position = np.searchsorted(trace_ids, columns[:, 0])
+    over all of them (as SQL's Count/Max/Sum/Max gives it). `position`: each row's trace in `trace_ids`,
+    when the caller knows it."""
+    if position is None:
+        position = np.searchsorted(trace_ids, columns[:, 0])
     count = np.bincount(position, minlength=len(trace_ids)).astype(np.int64)
     versions = np.bincount(position, weights=columns[:, 2], minlength=len(trace_ids)).astype(np.int64)
     if len(columns) == 0:
