@@ -704,7 +704,8 @@ def _fold(
 def _refresh_incremental(project: Project) -> AgreementReport | None:
     """The unfiltered report brought up to date from the stored rows (see the module docstring), without
     aggregating every annotation; None when only a full computation can."""
-    state = ReportRows.objects.filter(project=project).first()
+    # Only whether there is one: the arrays (megabytes at a million traces) are read once, below.
+    state = ReportRows.objects.filter(project=project).only("pk").first()
     if state is None:
         return None
     outer = connection.in_atomic_block
