@@ -25,9 +25,8 @@ from django.db import migrations
 REFRESH = r"""
 CREATE FUNCTION annotator_labelsummary_refresh(ids bigint[]) RETURNS void AS $$
 BEGIN
-    DELETE FROM annotator_labelsummary s
-    WHERE s.annotation_id = ANY(ids)
-      AND NOT EXISTS (SELECT 1 FROM annotator_annotation a WHERE a.id = s.annotation_id);
+    -- No row to delete here: an annotation's row goes with the annotation (annotations_deleted), and
+    -- its labels cannot outlive it.
     INSERT INTO annotator_labelsummary AS s (
         annotation_id, project_id, batch_id, trace_id, annotator_id, status, version, updated_at, head, body,
         missing)
