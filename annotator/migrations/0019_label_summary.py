@@ -27,10 +27,13 @@ CREATE FUNCTION annotator_labelsummary_refresh(ids bigint[]) RETURNS void AS $$
 BEGIN
     -- No row to delete here: an annotation's row goes with the annotation (annotations_deleted), and
     -- its labels cannot outlive it.
+    -- EXECUTE plans with the array at hand, so a bulk statement (a COPY of a million rows) is
+    -- planned with hash joins and a single edit with index probes.
+    EXECUTE $q$
     INSERT INTO annotator_labelsummary AS s (
         annotation_id, project_id, batch_id, trace_id, annotator_id, status, version, updated_at, head, body,
         missing)
-    WITH c AS (SELECT DISTINCT u.id FROM unnest(ids) AS u(id)),
+    WITH c AS (SELECT DISTINCT u.id FROM unnest($1) AS u(id)),
     lab AS (
         SELECT l.annotation_id, count(*) AS n_modes,
                string_agg(int8send(l.mode_id::bigint), ''::bytea ORDER BY l.mode_id) AS modes,
@@ -63,7 +66,8 @@ BEGIN
         project_id = EXCLUDED.project_id, batch_id = EXCLUDED.batch_id, trace_id = EXCLUDED.trace_id,
         annotator_id = EXCLUDED.annotator_id, status = EXCLUDED.status, version = EXCLUDED.version,
         updated_at = EXCLUDED.updated_at, head = EXCLUDED.head, body = EXCLUDED.body,
-        missing = EXCLUDED.missing;
+        missing = EXCLUDED.missing
+    $q$ USING ids;
 END $$ LANGUAGE plpgsql
 """
 

@@ -18,17 +18,16 @@ from django.db import migrations
 REFRESH = r"""
 CREATE FUNCTION annotator_goldsummary_refresh(ids bigint[]) RETURNS void AS $$
 BEGIN
-    DELETE FROM annotator_goldsummary s
-    WHERE s.item_id = ANY(ids)
-      AND NOT EXISTS (SELECT 1 FROM annotator_adjudicationitem i WHERE i.id = s.item_id);
+    -- No row to delete here: an item's row goes with the item (items_deleted).
     CREATE TEMP TABLE IF NOT EXISTS goldsummary_points (
         item_id bigint, mode_id bigint, step bigint, agent text) ON COMMIT DROP;
     TRUNCATE goldsummary_points;
+    EXECUTE $q$
     INSERT INTO goldsummary_points
     SELECT g.item_id, g.mode_id, p.step,
            COALESCE((SELECT st.agent FROM traces_step st WHERE st.trace_id = i.trace_id AND st.index = p.step),
                     '')
-    FROM (SELECT DISTINCT u.id FROM unnest(ids) AS u(id)) c
+    FROM (SELECT DISTINCT u.id FROM unnest($1) AS u(id)) c
     JOIN annotator_goldlabel g ON g.item_id = c.id
     JOIN annotator_adjudicationitem i ON i.id = g.item_id
     CROSS JOIN LATERAL jsonb_array_elements(
@@ -36,11 +35,18 @@ BEGIN
     CROSS JOIN LATERAL (SELECT CASE WHEN jsonb_typeof(e.value -> 'step') = 'number'
                                          AND (e.value ->> 'step') ~ '^-?[0-9]+$'
                                     THEN (e.value ->> 'step')::bigint END AS step) p
-    WHERE p.step IS NOT NULL;
+    WHERE p.step IS NOT NULL
+    $q$ USING ids;
+    IF cardinality(ids) > 1000 THEN
+        ANALYZE goldsummary_points;  -- a bulk write: let the planner see how many points there are
+    END IF;
     INSERT INTO annotator_agentname (name) SELECT DISTINCT agent FROM goldsummary_points
     ON CONFLICT (name) DO NOTHING;
+    -- EXECUTE plans with the array at hand, so a bulk statement (a COPY of a million rows) is
+    -- planned with hash joins and a single edit with index probes.
+    EXECUTE $q$
     INSERT INTO annotator_goldsummary AS s (item_id, project_id, trace_id, status, head, body)
-    WITH c AS (SELECT DISTINCT u.id FROM unnest(ids) AS u(id)),
+    WITH c AS (SELECT DISTINCT u.id FROM unnest($1) AS u(id)),
     gold AS (
         SELECT g.item_id, count(*) AS n_modes,
                string_agg(int8send(g.mode_id::bigint), ''::bytea ORDER BY g.mode_id) AS modes
@@ -61,7 +67,8 @@ BEGIN
     LEFT JOIN ev ON ev.item_id = i.id
     ON CONFLICT (item_id) DO UPDATE SET
         project_id = EXCLUDED.project_id, trace_id = EXCLUDED.trace_id, status = EXCLUDED.status,
-        head = EXCLUDED.head, body = EXCLUDED.body;
+        head = EXCLUDED.head, body = EXCLUDED.body
+    $q$ USING ids;
 END $$ LANGUAGE plpgsql
 """
 
