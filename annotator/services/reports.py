@@ -65,7 +65,7 @@ from annotator.agreement.report import (
     compress,
     merge_rows,
 )
-from annotator.models import AgreementReport, Annotation, Project, ReportRows
+from annotator.models import AgreementReport, Annotation, Assignment, Project, ReportRows
 from annotator.models.jobs import JobStatus
 from annotator.services.enqueue import enqueue, is_eager
 from annotator.services.jobs import heartbeat, send_job, stale_before
@@ -159,7 +159,7 @@ def newest_change(project: Project) -> datetime | None:
     """When any of the project's annotations last changed (any status, any filter): one short range of
     the updated_at index, whatever the project's size."""
     return (
-        Annotation.objects.filter(assignment__project=project)
+        Annotation.objects.filter(assignment__project=project, assignment__purpose=Assignment.Purpose.WORK)
         .order_by("-updated_at")
         .values_list("updated_at", flat=True)
         .first()
@@ -436,7 +436,9 @@ def _incremental(
     changed = np.unique(
         np.fromiter(
             Annotation.objects.filter(
-                assignment__project=project, updated_at__gte=state.watermark - REFRESH_MARGIN
+                assignment__project=project,
+                assignment__purpose=Assignment.Purpose.WORK,
+                updated_at__gte=state.watermark - REFRESH_MARGIN,
             )
             .order_by()
             .values_list("assignment__trace_id", flat=True),
@@ -600,7 +602,9 @@ def schedule_report_refresh(project_id: int) -> None:
         # Counting stops past the limit: a submit in a million-annotation project stays cheap.
         limit = settings.AGREEMENT_INLINE_MAX_ANNOTATIONS
         submitted = Annotation.objects.filter(
-            assignment__project_id=project_id, status=Annotation.Status.SUBMITTED
+            assignment__project_id=project_id,
+            assignment__purpose=Assignment.Purpose.WORK,
+            status=Annotation.Status.SUBMITTED,
         )[: limit + 1].count()
         if submitted <= limit:
             do_refresh_reports(project_id)
