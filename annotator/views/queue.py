@@ -15,6 +15,7 @@ from annotator.access import LABEL_ROLES, access_project
 from annotator.models import Assignment, Project
 from annotator.services.annotations import locked_expression
 from annotator.services.assignment import do_claim_next, do_release_assignment
+from annotator.services.calibration import gate
 from annotator.services.evolution import open_rechecks
 
 DONE = (Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED)
@@ -50,6 +51,7 @@ def queue_context(request: HttpRequest, project: Project) -> dict[str, Any]:
         SUBMITTED_PER_PAGE,
     ).get_page(request.GET.get("submitted_page"))
     return {
+        "calibration_gate": gate(project, request.user),
         "queue": {
             "total": total,
             "done": done,
@@ -59,7 +61,7 @@ def queue_context(request: HttpRequest, project: Project) -> dict[str, Any]:
             "drafts": list(rows.filter(status=Assignment.Status.IN_PROGRESS).order_by("trace_id")[:200]),
             "skipped": list(rows.filter(status=Assignment.Status.SKIPPED).order_by("-updated_at")[:200]),
             "submitted": submitted,
-        }
+        },
     }
 
 
