@@ -37,6 +37,7 @@ from annotator.services.annotations import (
     is_locked,
 )
 from annotator.services.assignment import do_claim_next
+from annotator.services.calibration import gate
 from annotator.services.payload import PayloadError, payload_from_json
 from taxonomy.models import FailureMode
 
@@ -127,7 +128,16 @@ class AssignmentSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Assignment
-        fields = ["id", "trace", "trace_external_id", "batch", "status", "skip_reason", "reserved_until"]
+        fields = [
+            "id",
+            "trace",
+            "trace_external_id",
+            "batch",
+            "status",
+            "skip_reason",
+            "reserved_until",
+            "purpose",
+        ]
 
 
 class SkipSerializer(serializers.Serializer):
@@ -258,12 +268,21 @@ class ClaimNext(APIView):
 
     @extend_schema(
         request=None,
-        responses={200: AssignmentSerializer, 204: OpenApiResponse(description="My queue is empty")},
+        responses={
+            200: AssignmentSerializer,
+            204: OpenApiResponse(description="My queue is empty"),
+            403: OpenApiResponse(
+                ErrorSerializer, description="The project's gold qualification holds back real work (why)"
+            ),
+        },
     )
     def post(self, request: Request, slug: str) -> Response:
         project = access_project(request.user, slug, roles=LABEL_ROLES)
         assignment = do_claim_next(project, request.user)
         if assignment is None:
+            held = gate(project, request.user)
+            if held.blocked:
+                return error_response(held.reason, status=status.HTTP_403_FORBIDDEN)
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(AssignmentSerializer(assignment).data)
 

@@ -368,6 +368,17 @@ def _steps(evidence: list[Any]) -> list[int]:
 # Scores -----------------------------------------------------------------------------------------------
 
 
+def scores_withheld(access) -> str:
+    """Why every annotator's scores are not shown to this member ("" when they are): scores over a few
+    items tell gold labels, so a reviewer still blind on a trace of the project waits (annotator.access)."""
+    if access.holds(frozenset({"owner", "adjudicator", "viewer"})) and access.blind_count:
+        return (
+            f"You still have {access.blind_count} trace(s) to annotate in this project; the annotators' "
+            "scores against gold open once you have submitted them (blind labelling)."
+        )
+    return ""
+
+
 def annotator_scores(project: Project, user_ids: Sequence[int] | None = None) -> dict[str, CalibrationScores]:
     """Per annotator (username, sorted): their submitted calibration answers against the current gold,
     per mode of the project's taxonomy version (pure computation in annotator.agreement.calibration)."""

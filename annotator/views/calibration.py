@@ -23,6 +23,7 @@ from annotator.services.calibration import (
     gate,
     gold_items,
     item_trace_ids,
+    scores_withheld,
 )
 
 
@@ -30,8 +31,10 @@ def calibration_page(request: HttpRequest, slug: str, *, errors: list[str] | Non
     project = access_project(request.user, slug)
     access = project.access
     sees_all = access.holds(REPORT_ROLES)
-    if sees_all:
-        access.require_project_labels()  # scores over few items would tell a blind member gold labels
+    withheld = scores_withheld(access)
+    if withheld:
+        scores = {}
+    elif sees_all:
         scores = annotator_scores(project)
     elif Role.ANNOTATOR in project.user_roles:
         scores = annotator_scores(project, [request.user.pk])
@@ -50,6 +53,7 @@ def calibration_page(request: HttpRequest, slug: str, *, errors: list[str] | Non
         "kappa_formula": KAPPA_SE_FORMULA,
         "proportion_interval": PROPORTION_INTERVAL,
         "errors": errors or [],
+        "withheld": withheld,
     }
     return render(request, "annotator/calibration.html", context, status=422 if errors else 200)
 

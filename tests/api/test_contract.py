@@ -77,6 +77,13 @@ def world(project, owner, annotator_a, annotator_b, adjudicator):
     }
 
 
+def _second_rater(project):
+    """A second annotator for a gold trace of the contract walk (Ben's slots are the world's)."""
+    user = UserFactory(username="gil-gold")
+    Membership.objects.create(project=project, user=user, role="annotator")
+    return user
+
+
 def _labels(*records) -> SimpleUploadedFile:
     body = "".join(json.dumps(record) + "\n" for record in records)
     return SimpleUploadedFile("labels.jsonl", body.encode(), content_type="application/jsonl")
@@ -88,7 +95,7 @@ def _upload() -> SimpleUploadedFile:
 
 
 def test_every_operation_answers_its_documented_shapes(
-    world, owner, annotator_a, adjudicator, outsider, django_capture_on_commit_callbacks
+    world, project, owner, annotator_a, adjudicator, outsider, django_capture_on_commit_callbacks
 ):
     openapi.COVERED.clear()
     w = world
@@ -246,6 +253,31 @@ def test_every_operation_answers_its_documented_shapes(
     # The rounds' agreement trend (owners, adjudicators, viewers).
     expect(j, "get", f"{api}/rounds/trend/", 200)
     expect(a, "get", f"{api}/rounds/trend/", 403)
+
+    # Gold calibration: settings and items (owners), scores, a calibration item and its gold after submit.
+    gold_trace = project_trace(project)
+    submit(project, gold_trace, annotator_a, {"FM-1.1": [1]})
+    submit(project, gold_trace, _second_rater(project), {"FM-1.1": [2]})
+    do_check_trace(project.pk, gold_trace.pk)
+    carl = UserFactory(username="carl-calibrating")
+    Membership.objects.create(project=project, user=carl, role="annotator")
+    c = _as(carl)
+    expect(o, "get", f"{api}/calibration/", 200)
+    expect(o, "patch", f"{api}/calibration/", 200, {"qualification_size": 2, "min_kappa": 0.4})
+    expect(o, "patch", f"{api}/calibration/", 400, {"rate": 0.9})
+    expect(a, "patch", f"{api}/calibration/", 403, {"rate": 0.1})
+    expect(o, "post", f"{api}/calibration/items/", 400, {"trace_ids": [trace.pk]})  # disputed: no gold yet
+    expect(o, "post", f"{api}/calibration/items/", 200, {"all": True})
+    expect(a, "post", f"{api}/calibration/items/", 403, {"all": True})
+    cal = expect(c, "post", f"{api}/assignments/next/", 200).json()
+    assert cal["purpose"] == "calibration"
+    expect(c, "get", f"{api}/assignments/{cal['id']}/gold/", 403)
+    expect(c, "post", f"{api}/assignments/{cal['id']}/submit/", 200, {"version": 0, "no_failure": True})
+    expect(c, "get", f"{api}/assignments/{cal['id']}/gold/", 200)
+    expect(a, "get", f"{api}/assignments/{slot.pk}/gold/", 404)
+    expect(c, "post", f"{api}/assignments/next/", 403)  # one item done of a qualification set of two
+    expect(c, "get", f"{api}/calibration/?annotator=carl-calibrating", 200)
+    expect(x, "get", f"{api}/calibration/", 404)
 
     # Taxonomy migrations (owners; last, since applying moves the project to a new taxonomy version).
     changes = {"changes": [{"op": "rename", "code": "FM-1.1", "new_code": "FM-1.1r"}]}
