@@ -228,6 +228,16 @@ def _due(project: Project, user, blocked: bool) -> bool:
     return math.floor(claim * rate + 1e-9) > mixed
 
 
+def calibration_waiting(project: Project, user) -> bool:
+    """Would "Start next" serve `user` a calibration item now (so the queue offers it even when no real
+    work is left)? An open calibration slot, or an unserved item when one is due."""
+    if not CalibrationItem.objects.filter(project=project).exists():
+        return False
+    if Assignment.objects.open_for(user).filter(project=project, purpose=CAL).exists():
+        return True
+    return _unserved_items(project, user).exists() and _due(project, user, gate(project, user).blocked)
+
+
 def next_calibration(
     project: Project, user, *, now: datetime, until: datetime, exclude: Iterable[int] = ()
 ) -> tuple[Assignment | None, Gate]:

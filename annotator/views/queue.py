@@ -15,7 +15,7 @@ from annotator.access import LABEL_ROLES, access_project
 from annotator.models import Assignment, Project
 from annotator.services.annotations import locked_expression
 from annotator.services.assignment import do_claim_next, do_release_assignment
-from annotator.services.calibration import gate
+from annotator.services.calibration import calibration_waiting, gate
 from annotator.services.evolution import open_rechecks
 
 DONE = (Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED)
@@ -52,6 +52,7 @@ def queue_context(request: HttpRequest, project: Project) -> dict[str, Any]:
     ).get_page(request.GET.get("submitted_page"))
     return {
         "calibration_gate": gate(project, request.user),
+        "calibration_waiting": calibration_waiting(project, request.user),
         "queue": {
             "total": total,
             "done": done,
