@@ -214,6 +214,8 @@ def _unserved_items(project: Project, user) -> QuerySet[CalibrationItem]:
 
 def _due(project: Project, user, blocked: bool) -> bool:
     """Is the next claim a calibration item (qualification, catching up, or the mix-in rate)?"""
+    if not blocked and not project.qualification_size and project.calibration_rate <= 0:
+        return False
     mine = Assignment.objects.filter(project=project, annotator=user)
     served = mine.filter(purpose=CAL).count()
     if served < project.qualification_size or blocked:

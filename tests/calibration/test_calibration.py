@@ -183,13 +183,21 @@ def test_do_assign_neither_counts_nor_moves_calibration_slots(project, calibrate
 
 def _everything(project, client, owner) -> dict:
     """What reports, the adjudication queue, signatures and exports make of the project."""
+    from annotator.services.exports.dataset import mode_columns
+    from annotator.services.exports.options import ExportOptions
+    from annotator.services.exports.rows import annotation_rows, gold_rows, pseudonyms_for, selected_traces
     from annotator.services.report_data import load_report_input
 
     client.force_login(owner)
     loaded = load_report_input(project, {})
     agreement = client.get(f"/api/projects/{project.slug}/agreement/?fresh=1")
     call_command("agreement", project.slug, "--json", stdout=(out := _Buffer()))
+    traces = selected_traces(project, ExportOptions())
+    modes = mode_columns(project.taxonomy_version.modes.order_by("order").values_list("code", "name"))
+    names = pseudonyms_for(project, traces, True)
     return {
+        "export_annotations": list(annotation_rows(project, traces, modes, names, include_text=False)),
+        "export_gold": list(gold_rows(project, traces, modes, names)),
         "items": list(
             AdjudicationItem.objects.filter(project=project).values_list("trace_id", "status", "version")
         ),
