@@ -162,10 +162,10 @@ def do_claim_next(
     until = now + timedelta(minutes=project.reservation_minutes)
     tried: list[int] = list(exclude)  # e.g. the trace the annotator is leaving: "next" means another one
     with transaction.atomic():
-        calibration, gate = next_calibration(project, user, now=now, until=until, exclude=tried)
+        calibration, held = next_calibration(project, user, now=now, until=until, exclude=tried)
         if calibration is not None:
             return calibration
-        if gate.blocked:
+        if held.blocked:
             return None
         for _ in range(_CLAIM_ATTEMPTS):
             candidate = (

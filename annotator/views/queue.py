@@ -79,6 +79,10 @@ def start_next(request: HttpRequest, slug: str) -> HttpResponse:
     if assignment is None and project.archived_at is not None:
         messages.info(request, "This project is archived: it hands out no new traces.")
         return redirect("project-detail", slug)
+    held = gate(project, request.user) if assignment is None else None
+    if held is not None and held.blocked:
+        messages.warning(request, held.reason)
+        return redirect("project-detail", slug)
     if assignment is None:
         messages.info(
             request, "Nothing left to start: your queue is empty (drafts open in other tabs stay reserved)."

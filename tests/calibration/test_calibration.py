@@ -150,6 +150,8 @@ def test_qualification_holds_back_real_work_until_done_and_above_the_threshold(
     assert slot.purpose == CAL
     client.post(page(slot) + "submit/", labels_form(), **HX)
     assert do_claim_next(project, carl) is None
+    held = client.post(f"/p/{project.slug}/next/", follow=True).content.decode()
+    assert "below this project" in held and "Nothing left to start" not in held
     # The owner lowers the threshold: real work flows.
     do_configure(project, clear_min_kappa=True)
     assert do_claim_next(project, carl).purpose == "work"
