@@ -70,7 +70,7 @@ home                          GET   login 200   200   200   200   200   200   20
 healthz                       GET   200   200   200   200   200   200   200   200   200   200
 login                         GET   200   200   200   200   200   200   200   200   200   200
 logout                        POST  login login login login login login login login login login
-admin/*                       GET   302   302   302   302   302   302   302   302   302   200
+admin/*                       GET   302   302   302   302   302   302   302   302   302   302
 taxonomy-list                 GET   login 200   200   200   200   200   200   200   200   200
 taxonomy-detail               GET   login 200   200   200   200   200   200   200   200   200
 batch-list                    GET   login 403   403   403   403   403   403   403   403   200
@@ -219,7 +219,7 @@ TABLE = _table()
 
 def routes() -> dict[str, tuple[str, frozenset[str]]]:
     """Every URL pattern of the site by table key (its name, plus ".fmt" for DRF's format-suffix twins):
-    (URL name, the names of its arguments). Django's admin (its own code, staff only) is one key, checked
+    (URL name, the names of its arguments). Django's admin (its own code, superusers only) is one key, checked
     at its index."""
     found: dict[str, tuple[str, frozenset[str]]] = {}
 
