@@ -157,14 +157,15 @@ def _choose_traces(project: Project, choice: TraceChoice, errors: list[str]) -> 
 
 def _give_slots(project: Project, round_: CalibrationRound, trace_ids: Iterable[int], users) -> None:
     """One slot per (trace, annotator): the annotators' existing slots on these traces join the round (work
-    already done counts), missing ones are created."""
+    already done counts), missing ones are created. A gold calibration slot never joins a round (its answer
+    is in no report), and its annotator gets no second slot on that trace."""
     wanted = {(t, u.pk) for t in trace_ids for u in users}
     have = set(
         Assignment.objects.filter(project=project, trace_id__in=trace_ids, annotator__in=users).values_list(
             "trace_id", "annotator_id"
         )
     )
-    Assignment.objects.filter(project=project, trace_id__in=trace_ids, annotator__in=users).update(
+    Assignment.objects.work().filter(project=project, trace_id__in=trace_ids, annotator__in=users).update(
         calibration_round=round_
     )
     Assignment.objects.bulk_create(

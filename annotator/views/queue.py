@@ -53,6 +53,9 @@ def queue_context(request: HttpRequest, project: Project) -> dict[str, Any]:
     return {
         "calibration_gate": gate(project, request.user),
         "calibration_waiting": calibration_waiting(project, request.user),
+        "calibration_answers": mine.filter(
+            purpose=Assignment.Purpose.CALIBRATION, status=Assignment.Status.SUBMITTED
+        ).exists(),
         "queue": {
             "total": total,
             "done": done,

@@ -102,6 +102,7 @@ def test_an_annotator_sees_the_gold_only_after_submitting_and_scores_match_a_han
     p_o, p_e = 40 / 42, (3 / 42) * (3 / 42) + (39 / 42) * (39 / 42)
     assert o.kappa == pytest.approx((p_o - p_e) / (1 - p_e))
     # The page shows Carl his own scores, the same numbers.
+    assert "My calibration scores" in client.get(f"/p/{project.slug}/").content.decode()
     html = client.get(f"/p/{project.slug}/calibration/").content.decode()
     assert "My scores" in html and 'data-mode="FM-1.2"' in html and "0.667" in html
 
@@ -259,3 +260,22 @@ def test_a_calibration_answer_changes_no_report_queue_signature_or_export(
     do_check_traces(project.pk, [t.pk for t in calibrated])  # the reconciliation, too, ignores it
     after = _everything(project, client, owner)
     assert after == before
+
+
+def test_a_round_over_a_gold_trace_leaves_the_calibration_slot_out(
+    project, calibrated, carl, annotator_a, owner
+):
+    from annotator.services.rounds import TraceChoice, do_open_round, round_progress
+
+    do_configure(project, qualification_size=1)
+    slot = do_claim_next(project, carl)
+    round_ = do_open_round(
+        project,
+        name="R1",
+        annotators=[carl.username, annotator_a.username],
+        choice=TraceChoice(ids=(slot.trace_id,)),
+        actor=owner,
+    )
+    slot.refresh_from_db()
+    assert slot.calibration_round is None and slot.purpose == CAL
+    assert round_progress([round_])[round_.pk] == (1, 1)  # Ana's real, submitted slot only
