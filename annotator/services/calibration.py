@@ -51,6 +51,7 @@ GOLD_STATUSES = (AdjudicationItem.Status.AGREED, AdjudicationItem.Status.RESOLVE
 MAX_RATE = 0.5
 MAX_QUALIFICATION = 1000
 MAX_ITEMS_PER_CALL = 5000
+MAX_ID = 2**63 - 1  # past the id column, a lookup would fail in the database instead of saying why
 CAL = Assignment.Purpose.CALIBRATION
 DONE = (Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED)
 
@@ -113,8 +114,7 @@ def do_add_items(
     Ids that are not gold traces of the project are refused by name (nothing is added then). Returns how
     many items are new."""
     gold = gold_items(project)
-    if len(trace_ids) > MAX_ITEMS_PER_CALL:
-        raise CalibrationError(f"At most {MAX_ITEMS_PER_CALL} trace ids at once")
+    _check_ids(trace_ids)
     if trace_ids:
         found = set(gold.filter(trace_id__in=list(trace_ids)).values_list("trace_id", flat=True))
         missing = sorted(set(trace_ids) - found)
@@ -143,8 +143,18 @@ def do_add_items(
     return CalibrationItem.objects.filter(project=project).count() - before
 
 
+def _check_ids(trace_ids: Sequence[int]) -> None:
+    if len(trace_ids) > MAX_ITEMS_PER_CALL:
+        raise CalibrationError(f"At most {MAX_ITEMS_PER_CALL} trace ids at once")
+    bad = [pk for pk in trace_ids if not 1 <= pk <= MAX_ID]
+    if bad:
+        raise CalibrationError(f"“{bad[0]}” is not a trace id (a positive whole number)")
+
+
 def do_remove_items(project: Project, trace_ids: Iterable[int]) -> int:
     """Stop serving these traces (slots already served stay, with their answers and scores)."""
+    trace_ids = list(trace_ids)
+    _check_ids(trace_ids)
     deleted, _ = CalibrationItem.objects.filter(project=project, trace_id__in=list(trace_ids)).delete()
     return deleted
 

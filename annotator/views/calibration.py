@@ -103,12 +103,12 @@ def calibration_items(request: HttpRequest, slug: str) -> HttpResponse:
         if value is not None:
             ids.append(value)
     try:
+        if errors:
+            raise CalibrationError(errors)
         if request.POST.get("action") == "remove":
             removed = do_remove_items(project, ids)
             messages.success(request, f"{removed} calibration item(s) removed.")
         else:
-            if errors:
-                raise CalibrationError(errors)
             added = do_add_items(
                 project,
                 trace_ids=ids,

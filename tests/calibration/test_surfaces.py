@@ -54,6 +54,8 @@ def test_an_owner_configures_calibration_on_the_page_and_errors_show_there(
         2,
         0.6,
     )
+    huge = client.post(url + "items/", {"trace_ids": str(2**70), "action": "add"})
+    assert huge.status_code == 422 and "is not a trace id" in huge.content.decode()
     refused = client.post(url + "items/", {"trace_ids": "999999", "action": "add"})
     assert refused.status_code == 422 and "Not a gold trace" in refused.content.decode()
     assert client.post(url + "items/", {"batch": "gold-batch", "action": "add"}).status_code == 302
