@@ -11,7 +11,7 @@ from annotator.models import AdjudicationItem, Membership, Project
 from annotator.services.adjudication import do_check_trace
 from annotator.services.calibration import do_add_items, do_configure
 from annotator.services.gold import Decision, ModeDecision, do_decide
-from tests.e2e.test_annotate_browser import sign_in
+from tests.e2e.test_annotate_browser import SCREENSHOTS, sign_in
 from tests.factories import BatchFactory, UserFactory, trace_with_steps
 from tests.labels import submit
 
@@ -72,11 +72,13 @@ def test_an_annotator_sees_the_gold_answer_only_after_submitting_a_calibration_i
     page.get_by_role("button", name=re.compile("^Submit")).click()
     feedback = page.locator("#gold-feedback")
     expect(feedback).to_be_visible()
-    expect(feedback.locator('tr[data-mode="FM-1.1"]')).to_contain_text("Step 2 restates the task")
-    expect(feedback.locator('tr[data-mode="FM-1.1"]')).to_have_class(re.compile("match"))
-    miss = feedback.locator('tr[data-mode="FM-1.2"]')
+    expect(feedback.locator('tbody[data-mode="FM-1.1"]')).to_contain_text("Step 2 restates the task")
+    expect(feedback.locator('tbody[data-mode="FM-1.1"]')).to_have_class(re.compile("match"))
+    miss = feedback.locator('tbody[data-mode="FM-1.2"]')
     expect(miss).to_have_class(re.compile("miss"))
     expect(miss).to_contain_text("No role was set")
     expect(miss).to_contain_text("The mode's definition decides it")
     expect(feedback).to_contain_text("13 of 14")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    feedback.screenshot(path=str(SCREENSHOTS / "calibration-gold.png"))
     assert dialogs == []
