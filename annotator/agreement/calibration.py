@@ -11,6 +11,8 @@ Formulas (docs/calibration.md names them too):
 - Cohen's kappa = (p_o - p_e) / (1 - p_e) with p_e = p_yes·g_yes + p_no·g_no from the two margins, and the
   interval kappa ± z·SE with Cohen's (1960) approximate standard error SE = sqrt(p_o(1-p_o) / (n(1-p_e)²)),
   clipped to [-1, 1]. Undefined (None, with the reason) when p_e = 1: both sides gave one answer only.
+  The approximate SE is 0 whenever p_o is 0 or 1 (e.g. a single item), which would claim a zero-width
+  interval: there the interval is None, with the reason.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from numpy.typing import ArrayLike
 Z95 = 1.959963984540054
 KAPPA_SE_FORMULA = "Cohen (1960) approximate SE: sqrt(p_o(1-p_o) / (n(1-p_e)^2)); interval kappa ± z·SE"
 PROPORTION_INTERVAL = "Wilson score interval"
+DEGENERATE_SE = "observed agreement is 0 or 1, so the approximate SE is 0: no interval"
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class ModeScore:
     kappa: float | None
     kappa_ci: tuple[float, float] | None
     kappa_undefined: str = ""  # why kappa is None ("" when it is defined)
+    kappa_ci_undefined: str = ""  # why kappa_ci is None although kappa is defined
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,7 @@ def _ratio(num: int, den: int) -> float | None:
 
 def mode_score(mode: str, counts: Counts, z: float = Z95) -> ModeScore:
     kappa, se, why = kappa_with_se(counts)
+    degenerate = kappa is not None and se == 0
     return ModeScore(
         mode=mode,
         counts=counts,
@@ -101,9 +106,10 @@ def mode_score(mode: str, counts: Counts, z: float = Z95) -> ModeScore:
         specificity_ci=wilson(counts.tn, counts.tn + counts.fp, z),
         kappa=kappa,
         kappa_ci=None
-        if kappa is None or se is None
+        if kappa is None or se is None or degenerate
         else (max(-1.0, kappa - z * se), min(1.0, kappa + z * se)),
         kappa_undefined=why,
+        kappa_ci_undefined=DEGENERATE_SE if degenerate else "",
     )
 
 

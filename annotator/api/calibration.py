@@ -52,6 +52,9 @@ class ScoreSerializer(serializers.Serializer):
         help_text="kappa ± 1.96·SE, Cohen (1960) approximate SE, clipped to [-1, 1]",
     )
     kappa_undefined = serializers.CharField(allow_blank=True, help_text="Why kappa is null")
+    kappa_ci_undefined = serializers.CharField(
+        allow_blank=True, help_text="Why kappa_ci is null although kappa is not (observed agreement 0 or 1)"
+    )
 
 
 class AnnotatorScoresSerializer(serializers.Serializer):

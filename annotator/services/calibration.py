@@ -468,6 +468,7 @@ def mode_score_json(s: ModeScore) -> dict[str, Any]:
         "kappa": s.kappa,
         "kappa_ci": _interval(s.kappa_ci),
         "kappa_undefined": s.kappa_undefined,
+        "kappa_ci_undefined": s.kappa_ci_undefined,
     }
 
 

@@ -37,6 +37,17 @@ def test_the_kappa_interval_uses_cohens_approximate_standard_error():
     assert se == pytest.approx(math.sqrt(p_o * (1 - p_o) / (40 * (1 - p_e) ** 2)))
 
 
+def test_a_zero_standard_error_gives_no_interval():
+    one_miss = score([[True]], [[False]], ["M"]).modes[0]
+    assert (
+        one_miss.kappa == 0
+        and one_miss.kappa_ci is None
+        and "approximate SE is 0" in one_miss.kappa_ci_undefined
+    )
+    perfect = score([[True], [False]], [[True], [False]], ["M"]).modes[0]
+    assert perfect.kappa == 1 and perfect.kappa_ci is None
+
+
 def test_undefined_and_empty_cases_say_so():
     assert kappa_with_se(Counts(0, 0, 0, 5))[2].startswith("one answer only")
     assert kappa_with_se(Counts(0, 0, 0, 0)) == (None, None, "no items")

@@ -79,6 +79,7 @@ def test_an_annotator_sees_the_gold_only_after_submitting_and_scores_match_a_han
     m = by_mode["FM-1.1"]
     assert (m.counts.tp, m.counts.fp, m.counts.fn, m.counts.tn) == (2, 0, 0, 1)
     assert m.sensitivity == 1 and m.specificity == 1 and m.kappa == pytest.approx(1.0)
+    assert m.kappa_ci is None and m.kappa_ci_undefined  # p_o = 1: the approximate SE is 0, no interval
     assert m.sensitivity_ci == pytest.approx(wilson(2, 2)) and m.specificity_ci == pytest.approx(wilson(1, 1))
     # FM-1.2: FP 1, TN 2 -> no gold positive, specificity 2/3, p_o 2/3, p_e (1/3)(0) + (2/3)(1) = 2/3 -> kappa 0.
     m = by_mode["FM-1.2"]
