@@ -184,6 +184,10 @@ def test_two_calibration_rounds_with_a_discussion_a_new_mode_and_a_trend(browser
         on_trace=propose_a_mode,
     )
     ben, ben_dialogs = sign_in(browser, live_server, "ben")
+    # Ben clicks Submit right after his last change: the autosave that change scheduled must not follow
+    # the submit to the server (it would be refused as stale, 409, and flash a conflict).
+    refused = []
+    ben.on("response", lambda r: refused.append(r.url) if r.status == 409 else None)
     work_through_queue(
         ben,
         live_server,
@@ -191,6 +195,7 @@ def test_two_calibration_rounds_with_a_discussion_a_new_mode_and_a_trend(browser
         keys=False,
     )
     assert ana_dialogs == [] and ben_dialogs == []
+    assert refused == []
 
     # 3. Olivia closes the round: its report is computed and the trend has its first column. Round 1:
     #    FM-1.1 and FM-3.3 agree everywhere (kappa 1); FM-1.3 is ana's alone on r1-a (kappa 0, since
@@ -304,6 +309,7 @@ def test_two_calibration_rounds_with_a_discussion_a_new_mode_and_a_trend(browser
     plan = [("r2-a", {"FM-1.3": 2}), ("r2-b", {"FM-1.1a": 1}), ("r2-c", {"FM-2.7": 3})]
     work_through_queue(ana, live_server, plan, keys=True, done=3, on_trace=read_the_guideline)
     work_through_queue(ben, live_server, plan, keys=False, done=3)
+    assert refused == []
     close_round(olivia, live_server, "Round 2")
 
     # 8. The trend compares both rounds: FM-1.3 went from 0 to 1 after the guideline; FM-1.1 is the same
