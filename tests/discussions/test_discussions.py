@@ -217,3 +217,40 @@ def test_a_mention_never_carries_a_comment_to_someone_still_blind_on_the_trace(
     Assignment.objects.filter(trace=trace, annotator=annotator_a).update(status="in_progress")
     client.force_login(annotator_a)
     assert "now you may read this" not in client.get("/mentions/").content.decode()
+
+
+def test_the_api_shows_a_rounds_disagreements_to_its_annotators_only_once_it_is_closed(
+    project, annotator_a, annotator_b, owner
+):
+    from rest_framework.test import APIClient
+
+    traces = [project_trace(project, n_steps=6) for _ in range(2)]
+    round_ = do_open_round(
+        project,
+        name="Round 1",
+        annotators=[annotator_a.username, annotator_b.username],
+        choice=TraceChoice(ids=tuple(t.pk for t in traces)),
+    )
+    for t in traces:
+        submit(project, t, annotator_a, {"FM-1.1": [1]})
+        submit(project, t, annotator_b, {"FM-1.1": [1], "FM-2.1": [4]} if t == traces[0] else {"FM-1.1": [1]})
+    api = APIClient()
+    url = f"/api/projects/{project.slug}/rounds/{round_.pk}/threads/"
+    api.force_authenticate(annotator_a)
+    assert api.get(url).json() == []  # open: nothing tells who disagreed yet
+    do_close_round(round_)
+    [thread] = api.get(url).json()
+    assert (thread["trace"], thread["mode"], thread["decision"]) == (traces[0].external_id, "FM-2.1", "")
+    assert thread["positions"] == [
+        {"username": annotator_a.username, "chose": False, "steps": []},
+        {"username": annotator_b.username, "chose": True, "steps": [4]},
+    ]
+    viewer = add_member(project, UserFactory(username="vic-viewer"), "viewer").user
+    api.force_authenticate(viewer)
+    assert api.get(url).status_code == 403
+    api.force_authenticate(owner)
+    decision = f"/api/projects/{project.slug}/threads/{thread['id']}/decision/"
+    answer = api.post(decision, {"decision": "guideline", "text": "Resets only."}, format="json").json()
+    assert answer["decision_text"] == "Resets only." and answer["decided_by"] == owner.username
+    project.refresh_from_db()
+    assert "Resets only." in project.guidelines
