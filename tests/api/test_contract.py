@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
@@ -91,6 +92,7 @@ def test_every_operation_answers_its_documented_shapes(
     world, owner, annotator_a, annotator_b, adjudicator, outsider, django_capture_on_commit_callbacks
 ):
     openapi.COVERED.clear()
+    cache.clear()  # rate limits (token creation) count per address, in the shared cache: start from none
     w = world
     api = f"/api/projects/{w['slug']}"
     item, trace, slot, done, run = w["item"], w["trace"], w["slot"], w["done"], w["run"]
