@@ -155,7 +155,8 @@ def close_round(page, live_server, name: str) -> None:
     round_row(page, name).get_by_role("button", name="Close and compute").click()
     expect(page.locator(".messages")).to_contain_text(f"Round “{name}” closed")
     expect(round_row(page, name)).to_contain_text("Closed")
-    # The report is computed by Celery (inline in tests): the trend table gains the round's column.
+    # The report is computed by Celery: inline in tests (tests/conftest.py makes it eager), and with a
+    # worker the trend polls until the report is in; either way, wait for the round's column.
     trend = page.locator("section[aria-labelledby=trend-title]")
     expect(trend.locator("thead").first).to_contain_text(name)
 
@@ -277,6 +278,11 @@ def test_two_calibration_rounds_with_a_discussion_a_new_mode_and_a_trend(browser
     olivia.get_by_role("button", name="Move the project to v2").click()
     expect(olivia.locator(".messages")).to_contain_text(
         "The project now uses v2: 4 annotations changed, 2 re-checks queued for annotators."
+    )
+    olivia.get_by_role("link", name="Proposed modes").click()
+    expect(olivia.get_by_text("No open proposals.")).to_be_visible()
+    expect(olivia.locator("section.card", has_text="Settled")).to_contain_text(
+        f"Turned into a mode (FM-2.7): {PROPOSAL}"
     )
 
     # The annotators of r1-b are asked to re-check the new mode there, and only it; ana's labels carried
