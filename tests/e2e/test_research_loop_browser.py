@@ -206,7 +206,7 @@ def test_two_calibration_rounds_with_a_discussion_a_new_mode_and_a_trend(browser
     expect(trend_cell(olivia, 1, "FM-1.3", 0)).to_contain_text("0.000")
     expect(trend_cell(olivia, 1, "FM-1.1", 0)).to_contain_text("1.000")
 
-    # 4. The disagreement opened one discussion; ana and ben each see the other's position and evidence.
+    # 4. The disagreement opened one discussion, with what each annotator chose and where.
     round_row(olivia, "Round 1").get_by_role("link", name="disagreements").click()
     threads = olivia.locator("section.thread")
     expect(threads).to_have_count(1)
