@@ -14,6 +14,7 @@ from annotator.api import (
     admin,
     agreement,
     annotations,
+    discussions,
     evolution,
     exports,
     imports,
@@ -131,6 +132,16 @@ rounds_urls = [
     path("projects/<slug:slug>/rounds/<int:round_id>/close/", rounds.close, name="api-rounds-close"),
     path("projects/<slug:slug>/rounds/trend/", rounds.trend, name="api-rounds-trend"),
 ]
+discussions_urls = [
+    path(
+        "projects/<slug:slug>/rounds/<int:round_id>/threads/",
+        discussions.round_threads,
+        name="api-round-threads",
+    ),
+    path(
+        "projects/<slug:slug>/threads/<int:thread_id>/decision/", discussions.decide, name="api-thread-decide"
+    ),
+]
 evolution_urls = [
     path("projects/<slug:slug>/taxonomy-migrations/", evolution.migrations, name="api-taxonomy-migrations"),
     path(
@@ -175,6 +186,7 @@ urlpatterns = [
     *llm_urls,
     *agreement_urls,
     *rounds_urls,
+    *discussions_urls,
     *evolution_urls,
     *adjudication_urls,
     *signatures_urls,
