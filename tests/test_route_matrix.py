@@ -182,6 +182,8 @@ api-taxonomy-migration        GET   401   404   403   403   403   403   200   40
 api-taxonomy-migration-apply  POST  401   404   403   403   403   403   400   403   404   404
 api-rounds                    GET   401   404   403   403   200   200   200   403   404   404
 api-rounds-close              POST  401   404   403   403   403   403   400   400   404   404
+api-round-threads             GET   401   404   200   200   200   403   200   200   404   404
+api-thread-decide             POST  401   404   403   403   400   403   400   403   404   404
 mentions                      GET   login 200   200   200   200   200   200   200   200   200
 proposals                     GET   login 404   200   200   200   403   200   200   404   404
 proposals-settle              POST  login 404   403   403   403   403   302   302   404   404

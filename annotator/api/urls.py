@@ -15,6 +15,7 @@ from annotator.api import (
     agreement,
     annotations,
     calibration,
+    discussions,
     evolution,
     exports,
     imports,
@@ -141,6 +142,16 @@ calibration_urls = [
         name="api-calibration-gold",
     ),
 ]
+discussions_urls = [
+    path(
+        "projects/<slug:slug>/rounds/<int:round_id>/threads/",
+        discussions.round_threads,
+        name="api-round-threads",
+    ),
+    path(
+        "projects/<slug:slug>/threads/<int:thread_id>/decision/", discussions.decide, name="api-thread-decide"
+    ),
+]
 evolution_urls = [
     path("projects/<slug:slug>/taxonomy-migrations/", evolution.migrations, name="api-taxonomy-migrations"),
     path(
@@ -186,6 +197,7 @@ urlpatterns = [
     *agreement_urls,
     *rounds_urls,
     *calibration_urls,
+    *discussions_urls,
     *evolution_urls,
     *adjudication_urls,
     *signatures_urls,

@@ -17,6 +17,7 @@ from annotator.services.annotations import locked_expression
 from annotator.services.assignment import do_claim_next, do_release_assignment
 from annotator.services.calibration import calibration_waiting, gate
 from annotator.services.evolution import open_rechecks
+from annotator.services.rounds import rounds_of_annotator
 
 DONE = (Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED)
 SUBMITTED_PER_PAGE = 25
@@ -62,6 +63,7 @@ def queue_context(request: HttpRequest, project: Project) -> dict[str, Any]:
             "remaining": total - done,
             "per_batch": per_batch,
             "rechecks": list(open_rechecks(project, request.user)[:200]),
+            "rounds": rounds_of_annotator(project, request.user),
             "drafts": list(rows.filter(status=Assignment.Status.IN_PROGRESS).order_by("trace_id")[:200]),
             "skipped": list(rows.filter(status=Assignment.Status.SKIPPED).order_by("-updated_at")[:200]),
             "submitted": submitted,

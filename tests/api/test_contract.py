@@ -96,12 +96,10 @@ def _upload() -> SimpleUploadedFile:
 
 
 def test_every_operation_answers_its_documented_shapes(
-    world, project, owner, annotator_a, adjudicator, outsider, django_capture_on_commit_callbacks
+    world, project, owner, annotator_a, annotator_b, adjudicator, outsider, django_capture_on_commit_callbacks
 ):
     openapi.COVERED.clear()
-    # The token endpoint's rate limit counts per address in the shared cache (Redis in CI): a test run just
-    # before (the route matrix signs in every persona) must not leave this walk throttled.
-    cache.clear()
+    cache.clear()  # rate limits (token creation) count per address, in the shared cache: start from none
     w = world
     api = f"/api/projects/{w['slug']}"
     item, trace, slot, done, run = w["item"], w["trace"], w["slot"], w["done"], w["run"]
@@ -158,8 +156,25 @@ def test_every_operation_answers_its_documented_shapes(
     round_id = expect(o, "post", f"{api}/rounds/", 201, opened).json()["id"]
     expect(o, "post", f"{api}/rounds/", 400, {"name": "R2", "annotators": ["ana-annotator"]})
     expect(o, "post", f"{api}/rounds/", 400, {**opened, "name": "R3"})
+    fresh_project = Project.objects.get(slug=w["slug"])
+    submit(fresh_project, fresh, annotator_a, {"FM-1.1": [1], "FM-2.1": [2]})
+    submit(fresh_project, fresh, annotator_b, {"FM-1.1": [1]})  # they disagree on FM-2.1
     expect(o, "post", f"{api}/rounds/{round_id}/close/", 200)
     expect(o, "post", f"{api}/rounds/{round_id + 99}/close/", 404)
+
+    # The round's disagreements: read them (its annotators too, now it is closed), settle one.
+    threads = expect(a, "get", f"{api}/rounds/{round_id}/threads/", 200).json()
+    assert [(t["mode"], [p["chose"] for p in t["positions"]]) for t in threads] == [("FM-2.1", [True, False])]
+    thread_url = f"{api}/threads/{threads[0]['id']}/decision/"
+    expect(j, "get", f"{api}/rounds/{round_id + 99}/threads/", 404)
+    expect(o, "post", thread_url, 400, {"decision": "guideline", "text": ""})
+    expect(o, "post", thread_url, 400, {"decision": "nonsense"})
+    expect(a, "post", thread_url, 403, {"decision": "annotator_error"})
+    decided = expect(j, "post", thread_url, 200, {"decision": "guideline", "text": "Resets only."}).json()
+    assert (decided["decision"], decided["decided_by"]) == ("guideline", "ada-adjudicator")
+    expect(
+        o, "post", f"{api}/threads/{threads[0]['id'] + 999}/decision/", 404, {"decision": "annotator_error"}
+    )
 
     # Adjudication: the queue, claim, read, a stale decision, a decision, reopen.
     expect(j, "get", f"{api}/adjudication/", 200)

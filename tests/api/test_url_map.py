@@ -65,6 +65,8 @@ ROUTES = [
     ("api/projects/<slug:slug>/assignments/<int:assignment_id>/gold/", "api-calibration-gold"),
     ("api/projects/<slug:slug>/rounds/<int:round_id>/close/", "api-rounds-close"),
     ("api/projects/<slug:slug>/rounds/trend/", "api-rounds-trend"),
+    ("api/projects/<slug:slug>/rounds/<int:round_id>/threads/", "api-round-threads"),
+    ("api/projects/<slug:slug>/threads/<int:thread_id>/decision/", "api-thread-decide"),
     ("api/projects/<slug:slug>/settings/", "api-project-settings"),
     ("api/projects/<slug:slug>/signatures/", "api-signatures"),
     ("api/projects/<slug:slug>/traces/", "api-project-traces"),
