@@ -194,7 +194,7 @@ calibration-settings          POST  login 404   403   403   403   403   302   30
 calibration-items             POST  login 404   403   403   403   403   422   422   404   404
 api-calibration               GET   401   404   200   200   200   200   200   200   404   404
 api-calibration-items         POST  401   404   403   403   403   403   400   400   404   404
-api-calibration-gold          GET   401   404   404   404   403   403   403   404   404   404
+api-calibration-gold          GET   401   404   403   404   403   403   403   404   404   404
 rounds-close                  POST  login 404   403   403   403   403   302   302   404   404
 rounds-open                   POST  login 404   403   403   403   403   400   400   404   404
 thread-decide                 POST  login 404   403   403   302   403   302   403   404   404

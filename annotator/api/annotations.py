@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -125,6 +125,10 @@ class ReviewAnnotationSerializer(AnnotationSerializer):
 class AssignmentSerializer(serializers.ModelSerializer):
     trace_external_id = serializers.CharField(source="trace.external_id", read_only=True)
     batch = serializers.CharField(source="trace.batch.name", read_only=True)
+    purpose = serializers.SerializerMethodField(
+        help_text="work or calibration (a gold item); null until submitted, so a gold item is labelled like "
+        "any other"
+    )
 
     class Meta:
         model = Assignment
@@ -138,6 +142,10 @@ class AssignmentSerializer(serializers.ModelSerializer):
             "reserved_until",
             "purpose",
         ]
+
+    @extend_schema_field(serializers.ChoiceField(choices=Assignment.Purpose.choices, allow_null=True))
+    def get_purpose(self, assignment: Assignment) -> str | None:
+        return assignment.purpose if assignment.status == Assignment.Status.SUBMITTED else None
 
 
 class SkipSerializer(serializers.Serializer):

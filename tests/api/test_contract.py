@@ -289,9 +289,12 @@ def test_every_operation_answers_its_documented_shapes(
     expect(o, "post", f"{api}/calibration/items/", 200, {"all": True})
     expect(a, "post", f"{api}/calibration/items/", 403, {"all": True})
     cal = expect(c, "post", f"{api}/assignments/next/", 200).json()
-    assert cal["purpose"] == "calibration"
+    assert cal["purpose"] is None  # a gold item looks like any other until it is submitted
     expect(c, "get", f"{api}/assignments/{cal['id']}/gold/", 403)
     expect(c, "post", f"{api}/assignments/{cal['id']}/submit/", 200, {"version": 0, "no_failure": True})
+    listed = expect(c, "get", f"{api}/assignments/?status=submitted", 200).json()
+    rows = listed["results"] if isinstance(listed, dict) else listed
+    assert {row["id"]: row["purpose"] for row in rows}[cal["id"]] == "calibration"
     expect(c, "get", f"{api}/assignments/{cal['id']}/gold/", 200)
     expect(a, "get", f"{api}/assignments/{slot.pk}/gold/", 404)
     expect(c, "post", f"{api}/assignments/next/", 403)  # one item done of a qualification set of two
