@@ -181,6 +181,9 @@ api-taxonomy-migrations       GET   401   404   403   403   403   403   200   40
 api-taxonomy-migration        GET   401   404   403   403   403   403   200   403   404   404
 api-taxonomy-migration-apply  POST  401   404   403   403   403   403   400   403   404   404
 api-rounds                    GET   401   404   403   403   200   200   200   403   404   404
+api-proposals                 GET   401   404   200   200   200   403   200   200   404   404
+api-proposals-settle          POST  401   404   403   403   403   403   400   400   404   404
+api-trace-proposals           GET   401   404   200   200   200   403   200   200   404   404
 api-rounds-close              POST  401   404   403   403   403   403   400   400   404   404
 api-round-threads             GET   401   404   200   200   200   403   200   200   404   404
 api-thread-decide             POST  401   404   403   403   400   403   400   403   404   404

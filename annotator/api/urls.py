@@ -22,6 +22,7 @@ from annotator.api import (
     label_imports,
     llm,
     projects,
+    proposals,
     rounds,
     signatures,
     tokens,
@@ -165,6 +166,15 @@ evolution_urls = [
         name="api-taxonomy-migration-apply",
     ),
 ]
+proposals_urls = [
+    path(
+        "projects/<slug:slug>/traces/<int:trace_id>/proposals/",
+        proposals.trace_proposals,
+        name="api-trace-proposals",
+    ),
+    path("projects/<slug:slug>/proposals/", proposals.proposals, name="api-proposals"),
+    path("projects/<slug:slug>/proposals/settle/", proposals.settle, name="api-proposals-settle"),
+]
 adjudication_urls = [
     path("projects/<slug:slug>/adjudication/", adjudication.queue, name="api-adjudication"),
     path("projects/<slug:slug>/adjudication/claim/", adjudication.claim_next, name="api-adjudication-claim"),
@@ -199,6 +209,7 @@ urlpatterns = [
     *calibration_urls,
     *discussions_urls,
     *evolution_urls,
+    *proposals_urls,
     *adjudication_urls,
     *signatures_urls,
     *router.urls,  # projects/ and taxonomies/, and the browsable API root

@@ -269,6 +269,19 @@ def test_every_operation_answers_its_documented_shapes(
     expect(o, "post", f"{api}/llm-runs/{run.pk}/stop/", 409)
     expect(a, "get", f"{api}/llm-settings/", 403)
 
+    # Proposed modes: record one on a trace (its annotator), list them grouped, settle some (owners).
+    proposals = f"{api}/traces/{trace.pk}/proposals/"
+    proposal = expect(a, "post", proposals, 201, {"text": "Loops on one tool", "steps": [1]}).json()
+    expect(a, "post", proposals, 400, {"text": " "})
+    expect(a, "post", proposals, 400, {"steps": "x"})
+    expect(a, "get", proposals, 200)
+    expect(j, "get", f"{api}/proposals/", 200)
+    expect(o, "get", f"{api}/proposals/?status=maybe", 400)
+    declined = {"proposals": [proposal["id"]], "status": "declined", "outcome": "FM-1.3 covers it"}
+    expect(j, "post", f"{api}/proposals/settle/", 403, declined)
+    expect(o, "post", f"{api}/proposals/settle/", 400, {**declined, "proposals": [proposal["id"] + 99]})
+    expect(o, "post", f"{api}/proposals/settle/", 200, declined)
+
     # The rounds' agreement trend (owners, adjudicators, viewers).
     expect(j, "get", f"{api}/rounds/trend/", 200)
     expect(a, "get", f"{api}/rounds/trend/", 403)
