@@ -9,6 +9,8 @@ import json
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from annotator.models import Assignment, ModeProposal
@@ -224,3 +226,19 @@ def test_the_page_the_api_and_the_command_show_the_same_groups(client, project, 
     assert from_page == _ids(api_body) == _ids(cli_body)
     assert len(from_page) == 2 and len(from_page[0]) == 3
     assert cli_body == api_body
+
+
+def test_the_list_costs_the_same_queries_for_more_proposals(project, owner, annotator_b, proposed):
+    client = _as(owner)
+    url = f"/api/projects/{project.slug}/proposals/"
+    client.get(url)  # the token's first use is recorded once
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url).status_code == 200
+        return len(captured)
+
+    before = queries()
+    for n in range(4):
+        _propose(project, proposed["t2"], annotator_b, f"Another new failure number {n}", f"name {n}")
+    assert queries() == before
