@@ -49,7 +49,7 @@ class ThreadSerializer(serializers.Serializer):
         return PositionSerializer(data, many=True).data
 
 
-class DecisionSerializer(serializers.Serializer):
+class ThreadDecisionSerializer(serializers.Serializer):
     decision = serializers.ChoiceField(choices=Thread.Decision.choices)
     text = serializers.CharField(
         max_length=5000,
@@ -77,7 +77,7 @@ def round_threads(request, slug: str, round_id: int):
 
 
 @extend_schema(
-    request=DecisionSerializer,
+    request=ThreadDecisionSerializer,
     responses={
         200: ThreadSerializer,
         400: OpenApiResponse(ErrorSerializer, description="What is wrong with the decision, in words"),
@@ -95,7 +95,7 @@ def decide(request, slug: str, thread_id: int):
     if thread is None:
         return error_response("No such discussion in this project", status=status.HTTP_404_NOT_FOUND)
     project.access.require_labels(thread.trace_id)  # blind beats every role, before anything is read
-    incoming = DecisionSerializer(data=request.data)
+    incoming = ThreadDecisionSerializer(data=request.data)
     incoming.is_valid(raise_exception=True)
     thread.project = project
     try:
