@@ -28,7 +28,11 @@ deployment; the bench says so.
 from __future__ import annotations
 
 import argparse
+import http.client
+import json
 import os
+import random
+import resource
 import secrets
 import shutil
 import signal
@@ -62,6 +66,7 @@ class Results:
     errors: list[str] = field(default_factory=list)
     submitted: list[int] = field(default_factory=list)  # assignments whose submit answered 200
     cycles: int = 0  # submits completed before the phase's stop
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds per process group in the phase
     empty: int = 0  # annotators whose queue ran dry
 
 
@@ -170,7 +175,9 @@ class Server:
             "warning",
         ]
         if args.worker_class == "gthread":
-            gunicorn += ["--threads", str(args.threads)]
+            # gthread keeps connections alive (2 s by default): longer than a paced annotator's pause, or
+            # the server closes a connection just as the client reuses it.
+            gunicorn += ["--threads", str(args.threads), "--keep-alive", str(int(3 * args.pause) + 5)]
         self.procs = [subprocess.Popen(gunicorn, cwd=ROOT, env=self.env, start_new_session=True)]
         self.celery = bool(REDIS_URL) and not args.no_celery_worker
         if self.celery:
@@ -242,6 +249,63 @@ class Server:
             _drop_queue(self.queue)
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of one process (Linux /proc), 0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _children(parent: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == parent:
+            found.append(int(entry.name))
+    return found
+
+
+def cpu_snapshot(server: Server) -> dict[str, dict[int, float]]:
+    """CPU seconds so far of the web workers, the database's backends for this run's database, the Celery
+    worker and this process (the client). On a machine shared with other jobs, CPU time per cycle is the
+    figure the load disturbs least; wall-clock latency includes waiting for the other jobs."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        backends = [row[0] for row in cursor.fetchall()]
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    groups = {
+        "web": _children(server.procs[0].pid),
+        "database": backends,
+        "worker": [proc.pid for proc in server.procs[1:]],
+    }
+    snapshot = {name: {pid: _cpu_seconds(pid) for pid in pids} for name, pids in groups.items()}
+    snapshot["client"] = {0: usage.ru_utime + usage.ru_stime}
+    return snapshot
+
+
+def cpu_used(start: dict[str, dict[int, float]], end: dict[str, dict[int, float]]) -> dict[str, float]:
+    """CPU seconds per group between two snapshots (a backend that started meanwhile counts in full)."""
+    return {
+        name: sum(seconds - start[name].get(pid, 0.0) for pid, seconds in pids.items())
+        for name, pids in end.items()
+    }
+
+
 def _drop_queue(queue: str) -> None:
     """Leave nothing of the run in Redis: its queue (tasks for a dropped database) and the debounce keys."""
     try:
@@ -264,7 +328,7 @@ def _action_of(method: str, path: str) -> str | None:
 
 
 def annotator_loop(
-    base: str,
+    port: int,
     slug: str,
     token: str,
     codes: list[str],
@@ -274,55 +338,63 @@ def annotator_loop(
     results: Results,
     seed: int,
 ) -> None:
-    import httpx
+    """One annotator: claim, draft, submit, again, until the phase stops or the queue is empty.
 
-    api = f"{base}/api/projects/{slug}/assignments"
-    headers = {"Authorization": f"Token {token}"}
+    The client is the standard library's http.client: 50 threads of a heavier client would take a good
+    share of a 2-core machine from the server being measured. Paced annotators start at a random moment
+    within one pause and pause 0.8-1.2 times --pause, so their requests do not arrive in lockstep."""
+    rng = random.Random(seed)
+    api = f"/api/projects/{slug}/assignments"
+    headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     n = 0
-    with httpx.Client(headers=headers, timeout=60) as client:
 
-        def call(action: str, method: str, url: str, body: dict | None = None) -> httpx.Response | None:
-            started = time.perf_counter()
-            try:
-                response = client.request(method, url, json=body)
-            except httpx.HTTPError as error:
-                results.errors.append(f"{action}: {type(error).__name__}: {error}")
-                return None
-            results.latency[action].append((time.perf_counter() - started) * 1000)
-            if response.status_code not in (200, 204):
-                results.errors.append(f"{action}: {response.status_code} {response.text[:200]}")
-                return None
-            return response
+    def call(action: str, method: str, path: str, body: dict | None = None) -> tuple[int, dict] | None:
+        data = json.dumps(body).encode() if body is not None else None
+        started = time.perf_counter()
+        try:
+            conn.request(method, path, body=data, headers=headers)
+            response = conn.getresponse()
+            raw = response.read()
+        except (OSError, http.client.HTTPException) as error:
+            conn.close()
+            results.errors.append(f"{action}: {type(error).__name__}: {error}")
+            return None
+        results.latency[action].append((time.perf_counter() - started) * 1000)
+        if response.status not in (200, 204):
+            results.errors.append(f"{action}: {response.status} {raw[:200]!r}")
+            return None
+        return response.status, (json.loads(raw) if raw else {})
 
-        def rest() -> bool:
-            """Pause between actions; False when the phase is over."""
-            return not stop.wait(pause) if pause else not stop.is_set()
+    def rest() -> bool:
+        """Pause between actions; False when the phase is over."""
+        return not stop.wait(pause * rng.uniform(0.8, 1.2)) if pause else not stop.is_set()
 
-        while not stop.is_set():
-            claimed = call("claim", "POST", f"{api}/next/")
-            if claimed is None:
-                if not rest():
-                    return
-                continue
-            if claimed.status_code == 204:
-                results.empty += 1
-                return
-            assignment = claimed.json()["id"]
-            picked = [codes[(seed + n + k) % len(codes)] for k in range(n_labels)]
-            labels = [{"mode": code, "evidence": [{"step": k}]} for k, code in enumerate(picked)]
-            n += 1
+    if pause and stop.wait(rng.uniform(0, pause)):
+        return
+    while not stop.is_set():
+        claimed = call("claim", "POST", f"{api}/next/")
+        if claimed is None:
             if not rest():
                 return
-            draft = call(
-                "draft", "PUT", f"{api}/{assignment}/annotation/", {"version": 0, "labels": labels[:1]}
-            )
-            if draft is None or not rest():
-                return
-            body = {"version": draft.json()["version"], "labels": labels, "confidence": 4}
-            if call("submit", "POST", f"{api}/{assignment}/submit/", body) is not None:
-                results.submitted.append(assignment)
-            if not rest():
-                return
+            continue
+        if claimed[0] == 204:
+            results.empty += 1
+            return
+        assignment = claimed[1]["id"]
+        picked = [codes[(seed + n + k) % len(codes)] for k in range(n_labels)]
+        labels = [{"mode": code, "evidence": [{"step": k}]} for k, code in enumerate(picked)]
+        n += 1
+        if not rest():
+            return
+        draft = call("draft", "PUT", f"{api}/{assignment}/annotation/", {"version": 0, "labels": labels[:1]})
+        if draft is None or not rest():
+            return
+        body = {"version": draft[1]["version"], "labels": labels, "confidence": 4}
+        if call("submit", "POST", f"{api}/{assignment}/submit/", body) is not None:
+            results.submitted.append(assignment)
+        if not rest():
+            return
 
 
 def run_phase(
@@ -331,10 +403,11 @@ def run_phase(
     results = Results()
     stop = threading.Event()
     start_offset = server.log_offset()
+    cpu_start = cpu_snapshot(server)
     threads = [
         threading.Thread(
             target=annotator_loop,
-            args=(server.base, slug, token, codes, args.labels, pause, stop, results, i),
+            args=(server.port, slug, token, codes, args.labels, pause, stop, results, i),
             daemon=True,
         )
         for i, token in enumerate(tokens)
@@ -347,6 +420,7 @@ def run_phase(
     # Cycles are counted until the stop; requests in flight finish (they are checked like any other).
     cycles_at_stop = len(results.submitted)
     elapsed = time.perf_counter() - started
+    results.cpu = cpu_used(cpu_start, cpu_snapshot(server))
     for thread in threads:
         thread.join(timeout=120)
     time.sleep(0.3)  # gunicorn writes the access line after the response
@@ -482,10 +556,43 @@ def main() -> int:
     print()
     summary = []
     for name, results, elapsed, _ in phases:
+        per_cycle = {group: 1000 * cpu / max(results.cycles, 1) for group, cpu in results.cpu.items()}
+        server_ms = per_cycle["web"] + per_cycle["database"] + per_cycle["worker"]
         summary.append(
-            (name, f"{elapsed:.1f}", results.cycles, f"{results.cycles / elapsed:.1f}", len(results.errors))
+            (
+                name,
+                f"{elapsed:.1f}",
+                results.cycles,
+                f"{results.cycles / elapsed:.1f}",
+                len(results.errors),
+                f"{per_cycle['web']:.0f}",
+                f"{per_cycle['database']:.0f}",
+                f"{per_cycle['worker']:.0f}",
+                f"{per_cycle['client']:.0f}",
+                f"{2000 / server_ms:.0f}" if server_ms else "-",
+            )
         )
-    print(table(summary, ("phase", "seconds", "claim+draft+submit cycles", "cycles/s", "errors")))
+    print(
+        table(
+            summary,
+            (
+                "phase",
+                "seconds",
+                "cycles",
+                "cycles/s",
+                "errors",
+                "CPU ms/cycle: web",
+                "database",
+                "celery",
+                "client",
+                "cycles/s if 2 idle cores",
+            ),
+        )
+    )
+    print(
+        "(a cycle: claim + draft + submit; CPU from /proc per process group; the last column is 2 cores' "
+        "worth of CPU divided by the server's CPU per cycle, a ceiling the client and other jobs lower)"
+    )
     if any(results.empty for _, results, _, _ in phases):
         print("note: some annotators' queues ran dry (raise --traces)")
     for error in sorted(set(errors))[:10]:
