@@ -206,7 +206,9 @@ class ProjectAccess:
         if not self.is_reviewer:
             return own
         others = Annotation.objects.filter(
-            assignment__project=self.project, assignment__trace__in=self.label_traces().values("pk")
+            assignment__project=self.project,
+            assignment__purpose=Assignment.Purpose.WORK,  # gold calibration answers are the annotator's own
+            assignment__trace__in=self.label_traces().values("pk"),
         )
         return own | others
 

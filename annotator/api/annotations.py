@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -37,6 +37,7 @@ from annotator.services.annotations import (
     is_locked,
 )
 from annotator.services.assignment import do_claim_next
+from annotator.services.calibration import gate
 from annotator.services.payload import PayloadError, payload_from_json
 from taxonomy.models import FailureMode
 
@@ -136,10 +137,27 @@ class ReviewAnnotationSerializer(AnnotationSerializer):
 class AssignmentSerializer(serializers.ModelSerializer):
     trace_external_id = serializers.CharField(source="trace.external_id", read_only=True)
     batch = serializers.CharField(source="trace.batch.name", read_only=True)
+    purpose = serializers.SerializerMethodField(
+        help_text="work or calibration (a gold item); null until submitted, so a gold item is labelled like "
+        "any other"
+    )
 
     class Meta:
         model = Assignment
-        fields = ["id", "trace", "trace_external_id", "batch", "status", "skip_reason", "reserved_until"]
+        fields = [
+            "id",
+            "trace",
+            "trace_external_id",
+            "batch",
+            "status",
+            "skip_reason",
+            "reserved_until",
+            "purpose",
+        ]
+
+    @extend_schema_field(serializers.ChoiceField(choices=Assignment.Purpose.choices, allow_null=True))
+    def get_purpose(self, assignment: Assignment) -> str | None:
+        return assignment.purpose if assignment.status == Assignment.Status.SUBMITTED else None
 
 
 class SkipSerializer(serializers.Serializer):
@@ -275,12 +293,21 @@ class ClaimNext(APIView):
 
     @extend_schema(
         request=None,
-        responses={200: AssignmentSerializer, 204: OpenApiResponse(description="My queue is empty")},
+        responses={
+            200: AssignmentSerializer,
+            204: OpenApiResponse(description="My queue is empty"),
+            403: OpenApiResponse(
+                ErrorSerializer, description="The project's gold qualification holds back real work (why)"
+            ),
+        },
     )
     def post(self, request: Request, slug: str) -> Response:
         project = access_project(request.user, slug, roles=LABEL_ROLES)
         assignment = do_claim_next(project, request.user)
         if assignment is None:
+            held = gate(project, request.user)
+            if held.blocked:
+                return error_response(held.reason, status=status.HTTP_403_FORBIDDEN)
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(AssignmentSerializer(assignment).data)
 

@@ -14,6 +14,8 @@ from annotator.api import (
     admin,
     agreement,
     annotations,
+    calibration,
+    discussions,
     evolution,
     exports,
     imports,
@@ -131,6 +133,25 @@ rounds_urls = [
     path("projects/<slug:slug>/rounds/<int:round_id>/close/", rounds.close, name="api-rounds-close"),
     path("projects/<slug:slug>/rounds/trend/", rounds.trend, name="api-rounds-trend"),
 ]
+calibration_urls = [
+    path("projects/<slug:slug>/calibration/", calibration.calibration, name="api-calibration"),
+    path("projects/<slug:slug>/calibration/items/", calibration.items, name="api-calibration-items"),
+    path(
+        "projects/<slug:slug>/assignments/<int:assignment_id>/gold/",
+        calibration.gold,
+        name="api-calibration-gold",
+    ),
+]
+discussions_urls = [
+    path(
+        "projects/<slug:slug>/rounds/<int:round_id>/threads/",
+        discussions.round_threads,
+        name="api-round-threads",
+    ),
+    path(
+        "projects/<slug:slug>/threads/<int:thread_id>/decision/", discussions.decide, name="api-thread-decide"
+    ),
+]
 evolution_urls = [
     path("projects/<slug:slug>/taxonomy-migrations/", evolution.migrations, name="api-taxonomy-migrations"),
     path(
@@ -175,6 +196,8 @@ urlpatterns = [
     *llm_urls,
     *agreement_urls,
     *rounds_urls,
+    *calibration_urls,
+    *discussions_urls,
     *evolution_urls,
     *adjudication_urls,
     *signatures_urls,

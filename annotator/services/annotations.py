@@ -35,6 +35,7 @@ from annotator.models import (
     ModeRecheck,
     Project,
 )
+from annotator.services.calibration import gate
 from annotator.services.followups import after_annotations_changed
 from annotator.services.payload import AnnotationPayload
 from taxonomy.models import FailureMode
@@ -238,6 +239,7 @@ def _write(
                 raise StaleAnnotation(current, payload)
             if is_locked(assignment):
                 raise AnnotationLocked(LOCKED_MESSAGE)
+            _check_gate(assignment, actor)
             if not submit and annotation and annotation.status == Annotation.Status.SUBMITTED:
                 raise AnnotationInvalid("This annotation is submitted: to change it, submit it again")
             modes = check_payload(assignment, payload, submitting=submit, modes=modes)
@@ -265,7 +267,8 @@ def _write(
                     ModeRecheck.objects.filter(annotation=annotation, resolved_at__isnull=True).update(
                         resolved_at=timezone.now()
                     )
-                _notify_on_commit(project.pk, assignment.trace_id)
+                if assignment.purpose == Assignment.Purpose.WORK:
+                    _notify_on_commit(project.pk, assignment.trace_id)
     except IntegrityError:
         # Two first saves raced to create the annotation (no row lock on SQLite): the loser is stale.
         current = Annotation.objects.filter(assignment=assignment).values_list("version", flat=True).first()
@@ -285,6 +288,16 @@ def _check_taxonomy_unchanged(project) -> None:
     current = Project.objects.filter(pk=project.pk).values_list("taxonomy_version_id", flat=True).first()
     if current != project.taxonomy_version_id:
         raise AnnotationInvalid(TAXONOMY_CHANGED)
+
+
+def _check_gate(assignment: Assignment, actor) -> None:
+    """Real work waits while the annotator has not passed the project's gold qualification (the reason
+    is shown); calibration items themselves are always open."""
+    if assignment.purpose != Assignment.Purpose.WORK:
+        return
+    state = gate(assignment.project, assignment.annotator if actor is None else actor)
+    if state.blocked:
+        raise AnnotationLocked(state.reason)
 
 
 def _lock(assignment: Assignment) -> Assignment:
@@ -401,7 +414,8 @@ def do_skip(assignment: Assignment, reason: str, *, actor) -> Assignment:
             before=before,
             after=snapshot(annotation, assignment),
         )
-        _notify_on_commit(project.pk, assignment.trace_id)
+        if assignment.purpose == Assignment.Purpose.WORK:
+            _notify_on_commit(project.pk, assignment.trace_id)
     return assignment
 
 

@@ -32,7 +32,7 @@ from django.db.models.lookups import Exact
 from django.utils import timezone
 
 from annotator.agreement.report import EvidenceRows, ModeInfo, ReportInput
-from annotator.models import Annotation, LabelApplication, Membership, Project, RaterKind, Role
+from annotator.models import Annotation, Assignment, LabelApplication, Membership, Project, RaterKind, Role
 from annotator.raters import kinds_of
 from taxonomy.models import FailureMode
 from traces.models import in_project_q
@@ -141,7 +141,14 @@ def _day_start(day: str) -> dt.datetime:
 def filter_q(project: Project, filters: Mapping[str, Any], prefix: str = "") -> Q:
     """Submitted annotations of the project matching `filters`; `prefix` reaches Annotation from another
     model (e.g. "annotation__" from LabelApplication), so every query joins instead of nesting."""
-    q = Q(**{f"{prefix}status": Annotation.Status.SUBMITTED, f"{prefix}assignment__project": project})
+    q = Q(
+        **{
+            f"{prefix}status": Annotation.Status.SUBMITTED,
+            f"{prefix}assignment__project": project,
+            # Gold calibration answers test an annotator; they are never agreement data.
+            f"{prefix}assignment__purpose": Assignment.Purpose.WORK,
+        }
+    )
     q &= in_project_q(project, f"{prefix}assignment__trace")  # the project's traces: one definition
     if filters.get("batch"):
         q &= Q(**{f"{prefix}assignment__trace__batch__name": filters["batch"]})
