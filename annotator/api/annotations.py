@@ -48,18 +48,11 @@ class EvidenceSerializer(serializers.Serializer):
 
 
 class LabelSerializer(serializers.Serializer):
-    mode = serializers.SlugRelatedField(slug_field="code", queryset=FailureMode.objects.none())
+    # A failure mode's code; resolved for all labels at once by AnnotationWriteSerializer.validate_labels.
+    mode = serializers.CharField()
     primary = serializers.BooleanField(default=False)
     evidence = EvidenceSerializer(many=True, required=False)
     note = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
-
-    def get_fields(self):
-        fields = super().get_fields()
-        # Scoped to the project in the URL: a mode of another taxonomy (or version) does not resolve.
-        project = self.context.get("project")
-        if project is not None:
-            fields["mode"].queryset = FailureMode.objects.filter(version=project.taxonomy_version)
-        return fields
 
     def to_representation(self, label: LabelApplication) -> dict[str, Any]:
         return {
@@ -80,6 +73,25 @@ class AnnotationWriteSerializer(serializers.Serializer):
     confidence = serializers.IntegerField(min_value=1, max_value=5, required=False, allow_null=True)
     note = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
     elapsed_seconds = serializers.IntegerField(min_value=0, required=False, default=0)
+
+    def validate_labels(self, labels: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """One query for every label's mode, scoped to the project in the URL: a mode of another taxonomy
+        (or version) does not resolve. The modes ride along in `self.modes` for the annotation verbs."""
+        project = self.context["project"]
+        codes = {label["mode"] for label in labels}
+        self.modes = {
+            mode.code: mode
+            for mode in FailureMode.objects.filter(version=project.taxonomy_version, code__in=codes)
+        }
+        errors = [
+            {"mode": [f"Object with code={label['mode']} does not exist."]}
+            if label["mode"] not in self.modes
+            else {}
+            for label in labels
+        ]
+        if any(errors):
+            raise serializers.ValidationError(errors)
+        return labels
 
 
 class AnnotationSerializer(serializers.ModelSerializer):
@@ -193,11 +205,15 @@ class _Write(APIView):
         body = AnnotationWriteSerializer(data=request.data, context={"project": assignment.project})
         body.is_valid(raise_exception=True)
         data = dict(body.validated_data)
-        for label in data.get("labels", []):
-            label["mode"] = label["mode"].code
         try:
             payload = payload_from_json(data)
-            self.verb(assignment, payload, actor=request.user, base_version=data["version"])
+            annotation = self.verb(
+                assignment,
+                payload,
+                actor=request.user,
+                base_version=data["version"],
+                modes=getattr(body, "modes", None),
+            )
         except StaleAnnotation as error:
             return error_response(
                 str(error),
@@ -217,7 +233,8 @@ class _Write(APIView):
             )
         except (AnnotationInvalid, PayloadError) as error:
             return error_response("The annotation is not valid", status=400, errors=error.messages)
-        return Response(_annotation(assignment))
+        # The verb hands back the annotation with its assignment and labels: nothing to read again.
+        return Response(AnnotationSerializer(annotation).data)
 
 
 _WRITE_RESPONSES = {200: AnnotationSerializer, 400: ErrorSerializer, 409: AnnotationConflictSerializer}

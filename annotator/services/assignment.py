@@ -169,7 +169,11 @@ def do_claim_next(
             return None
         for _ in range(_CLAIM_ATTEMPTS):
             candidate = (
-                Assignment.objects.select_for_update(skip_locked=True)
+                # Only the slot is locked (not its trace or batch, which every claim reads); the trace's
+                # name and batch come along for the caller's answer, never its raw record.
+                Assignment.objects.select_for_update(skip_locked=True, of=("self",))
+                .select_related("trace__batch")
+                .defer("trace__raw", "trace__metadata", "trace__answer_key")
                 .open_for(user)
                 .work()
                 .filter(project=project)

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from django.contrib import messages
+from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -101,9 +102,13 @@ def _page(
 
 def queue_position(assignment: Assignment) -> dict[str, int]:
     """ "13 of 70": the traces this annotator finished, plus this one while it is still open."""
-    mine = Assignment.objects.filter(project_id=assignment.project_id, annotator_id=assignment.annotator_id)
-    total = mine.count()
-    done = mine.filter(status__in=(Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED)).count()
+    counts = Assignment.objects.filter(
+        project_id=assignment.project_id, annotator_id=assignment.annotator_id
+    ).aggregate(
+        total=Count("id"),
+        done=Count("id", filter=Q(status__in=(Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED))),
+    )
+    total, done = counts["total"], counts["done"]
     is_open = assignment.status in Assignment.OPEN_STATUSES
     return {"number": min(total, done + 1) if is_open else done, "total": total}
 
