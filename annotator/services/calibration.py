@@ -254,7 +254,14 @@ def next_calibration(
     project: Project, user, *, now: datetime, until: datetime, exclude: Iterable[int] = ()
 ) -> tuple[Assignment | None, Gate]:
     """The calibration slot `user` should do next (an open one first, else a new one when due), reserved
-    until `until`; and the gate for real work. Runs inside the caller's transaction."""
+    until `until`; and the gate for real work. Runs inside the caller's transaction. A project without
+    calibration settings costs no query: turning calibration off serves no more items."""
+    if (
+        not project.calibration_rate
+        and not project.qualification_size
+        and project.qualification_min_kappa is None
+    ):
+        return None, OPEN
     free = Q(reserved_until__isnull=True) | Q(reserved_until__lt=now)
     state = gate(project, user)
     current = (

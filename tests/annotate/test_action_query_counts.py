@@ -18,15 +18,15 @@ from annotator.services.assignment import do_assign
 from tests.factories import BatchFactory, UserFactory, add_member, api_token, trace_with_steps
 
 # API: token, access (project and roles in one), then the verb.
-API_CLAIM = 7  # + savepoint, an open calibration slot?, candidate FOR UPDATE SKIP LOCKED (with its trace and
+API_CLAIM = 6  # + savepoint (no calibration set: no calibration look-up), candidate FOR UPDATE SKIP LOCKED (with its trace and
 #                batch), reserve, release
 API_DRAFT = 14  # + the assignment, the modes (all labels at once), lock, taxonomy check, annotation, steps,
 #                 annotation insert, labels insert, assignment update, history; savepoint and release
 API_SUBMIT = 18  # as a draft on an existing annotation (+ labels before, labels delete), re-checks, lock rule
 # The page: session and user instead of the token; submit claims the next trace too.
-PAGE_CLAIM = 8
+PAGE_CLAIM = 7
 PAGE_DRAFT = 15
-PAGE_SUBMIT = 24
+PAGE_SUBMIT = 23
 
 MODES = ["FM-1.1", "FM-1.2", "FM-1.3", "FM-1.4", "FM-1.5", "FM-2.1", "FM-2.2", "FM-2.3", "FM-2.4", "FM-2.5"]
 
