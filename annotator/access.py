@@ -74,17 +74,20 @@ class ProjectAccess:
     @classmethod
     def load(cls, user, slug: str) -> ProjectAccess:
         """The user's access to the project `slug`; 404 unless they hold an active role in it."""
-        project = (
-            Project.objects.visible_to(user)
-            .select_related("taxonomy_version__taxonomy")
-            .filter(slug=slug)
-            .first()
+        # One query for the project and the user's roles in it: every request of the app starts here.
+        memberships = (
+            list(
+                Membership.objects.filter(project__slug=slug, user=user, active=True)
+                .select_related("project__taxonomy_version__taxonomy")
+                .order_by()
+            )
+            if user.is_authenticated
+            else []
         )
-        if project is None:
+        if not memberships:
             raise Http404("No such project")
-        access = cls(user=user, project=project, roles=roles_in(user, project))
-        if not access.roles:
-            raise Http404("No such project")
+        project = memberships[0].project
+        access = cls(user=user, project=project, roles=frozenset(m.role for m in memberships))
         project.user_roles = access.roles
         project.access = access
         return access
@@ -203,7 +206,9 @@ class ProjectAccess:
         if not self.is_reviewer:
             return own
         others = Annotation.objects.filter(
-            assignment__project=self.project, assignment__trace__in=self.label_traces().values("pk")
+            assignment__project=self.project,
+            assignment__purpose=Assignment.Purpose.WORK,  # gold calibration answers are the annotator's own
+            assignment__trace__in=self.label_traces().values("pk"),
         )
         return own | others
 

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.contrib.admin import apps as admin_apps
 
 
 class AnnotatorConfig(AppConfig):
@@ -13,3 +14,11 @@ class AnnotatorConfig(AppConfig):
             celery,  # noqa: F401
             tasks,  # noqa: F401
         )
+
+
+class OperatorsAdminConfig(admin_apps.AdminConfig):
+    """django.contrib.admin with its site open to superusers only (annotator.admin_site says why)."""
+
+    default = False  # named in INSTALLED_APPS; AnnotatorConfig stays this module's default
+
+    default_site = "annotator.admin_site.OperatorsAdminSite"

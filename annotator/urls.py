@@ -10,6 +10,7 @@ from annotator.views import (
     adjudication,
     agreement,
     annotate,
+    calibration,
     discussions,
     evolution,
     exports,
@@ -115,6 +116,13 @@ rounds_urls = [
     path("p/<slug:slug>/rounds/open/", rounds.open_round, name="rounds-open"),
     path("p/<slug:slug>/rounds/<int:round_id>/close/", rounds.close_round, name="rounds-close"),
 ]
+calibration_urls = [
+    path("p/<slug:slug>/calibration/", calibration.calibration_page, name="calibration"),
+    path(
+        "p/<slug:slug>/calibration/settings/", calibration.calibration_settings, name="calibration-settings"
+    ),
+    path("p/<slug:slug>/calibration/items/", calibration.calibration_items, name="calibration-items"),
+]
 discussions_urls = [
     path("mentions/", discussions.mentions, name="mentions"),
     path(
@@ -201,6 +209,7 @@ urlpatterns = [
     *review_urls,
     *agreement_urls,
     *rounds_urls,
+    *calibration_urls,
     *discussions_urls,
     *proposals_urls,
     *evolution_urls,

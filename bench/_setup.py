@@ -8,6 +8,7 @@ database with a unique name on that server, and drops it when the run ends.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import secrets
@@ -79,9 +80,12 @@ def _create_database(server_url: str) -> str:
         conn.execute(f'CREATE DATABASE "{name}"')
 
     def drop() -> None:
+        from django.core.exceptions import ImproperlyConfigured
         from django.db import connections
 
-        connections.close_all()
+        # The settings may never have loaded (say, no SECRET_KEY): then there is no connection to close.
+        with contextlib.suppress(ImproperlyConfigured):
+            connections.close_all()
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 

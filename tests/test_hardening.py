@@ -123,3 +123,20 @@ def test_clear_text_tokens_from_before_become_hashed_and_keep_working(client, ow
     token = ApiToken.objects.get(user=owner)
     assert token.digest == token_digest(old_key) and token.expires_at is not None
     assert client.get("/api/projects/", HTTP_AUTHORIZATION=f"Token {old_key}").status_code == 200
+
+
+def test_the_django_admin_is_for_superusers_only(client, project, annotator_a):
+    """A staff flag and a model permission do not open the admin: it reads every label without the project
+    access policy, so an annotator who is also staff could read the labels of traces still to label."""
+    from django.contrib.auth.models import Permission
+
+    from tests.factories import UserFactory
+
+    annotator_a.is_staff = True
+    annotator_a.save()
+    annotator_a.user_permissions.add(Permission.objects.get(codename="view_annotation"))
+    client.force_login(annotator_a)
+    assert client.get("/admin/annotator/annotation/").status_code == 302
+    assert client.get("/admin/").status_code == 302
+    client.force_login(UserFactory(username="root", is_staff=True, is_superuser=True))
+    assert client.get("/admin/annotator/annotation/").status_code == 200

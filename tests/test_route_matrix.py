@@ -70,7 +70,7 @@ home                          GET   login 200   200   200   200   200   200   20
 healthz                       GET   200   200   200   200   200   200   200   200   200   200
 login                         GET   200   200   200   200   200   200   200   200   200   200
 logout                        POST  login login login login login login login login login login
-admin/*                       GET   302   302   302   302   302   302   302   302   302   200
+admin/*                       GET   302   302   302   302   302   302   302   302   302   302
 taxonomy-list                 GET   login 200   200   200   200   200   200   200   200   200
 taxonomy-detail               GET   login 200   200   200   200   200   200   200   200   200
 batch-list                    GET   login 403   403   403   403   403   403   403   403   200
@@ -181,12 +181,23 @@ api-taxonomy-migrations       GET   401   404   403   403   403   403   200   40
 api-taxonomy-migration        GET   401   404   403   403   403   403   200   403   404   404
 api-taxonomy-migration-apply  POST  401   404   403   403   403   403   400   403   404   404
 api-rounds                    GET   401   404   403   403   200   200   200   403   404   404
+api-proposals                 GET   401   404   200   200   200   403   200   200   404   404
+api-proposals-settle          POST  401   404   403   403   403   403   400   400   404   404
+api-trace-proposals           GET   401   404   200   200   200   403   200   200   404   404
 api-rounds-close              POST  401   404   403   403   403   403   400   400   404   404
+api-round-threads             GET   401   404   200   200   200   403   200   200   404   404
+api-thread-decide             POST  401   404   403   403   400   403   400   403   404   404
 mentions                      GET   login 200   200   200   200   200   200   200   200   200
 proposals                     GET   login 404   200   200   200   403   200   200   404   404
 proposals-settle              POST  login 404   403   403   403   403   302   302   404   404
 round-discussion              GET   login 404   200   200   200   403   200   200   404   404
 rounds                        GET   login 404   403   403   200   200   200   403   404   404
+calibration                   GET   login 404   200   200   200   200   200   200   404   404
+calibration-settings          POST  login 404   403   403   403   403   302   302   404   404
+calibration-items             POST  login 404   403   403   403   403   422   422   404   404
+api-calibration               GET   401   404   200   200   200   200   200   200   404   404
+api-calibration-items         POST  401   404   403   403   403   403   400   400   404   404
+api-calibration-gold          GET   401   404   403   404   403   403   403   404   404   404
 rounds-close                  POST  login 404   403   403   403   403   302   302   404   404
 rounds-open                   POST  login 404   403   403   403   403   400   400   404   404
 thread-decide                 POST  login 404   403   403   302   403   302   403   404   404
@@ -213,7 +224,7 @@ TABLE = _table()
 
 def routes() -> dict[str, tuple[str, frozenset[str]]]:
     """Every URL pattern of the site by table key (its name, plus ".fmt" for DRF's format-suffix twins):
-    (URL name, the names of its arguments). Django's admin (its own code, staff only) is one key, checked
+    (URL name, the names of its arguments). Django's admin (its own code, superusers only) is one key, checked
     at its index."""
     found: dict[str, tuple[str, frozenset[str]]] = {}
 

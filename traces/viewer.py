@@ -35,6 +35,9 @@ COLLAPSE_LINES = 24
 HEAD_LINES = 8
 PREVIEW_CHARS = 140
 MAX_HITS = 1_000
+# Steps from this index on are covered by the trigram indexes (migration traces 0009, which must use the
+# same bound); the steps before it are read through the (trace, index) index, which is as fast for them.
+SEARCH_INDEXED_FROM = 1_000
 FACETS_TTL = 24 * 3600
 SEARCH_TTL = 10 * 60
 MONO_KINDS = frozenset({StepKind.TOOL_CALL, StepKind.TOOL_RESULT, StepKind.OBSERVATION, StepKind.ERROR})
@@ -311,9 +314,11 @@ def search_steps(trace: Trace, filters: StepFilter) -> tuple[list[int], int]:
     """Indices of steps (within the filters) whose content, tool name or tool arguments contain `q`
     (case-insensitive); returns (first MAX_HITS hit indices, total hits, counted up to MAX_HITS + 1).
 
-    On PostgreSQL the match is an ILIKE that the trigram indexes on those three columns answer (migration
-    traces 0002), so a rare string in a 100,000-step trace is found without reading the trace; a common one
-    stops at MAX_HITS + 1 hits in index order. Paging and jumping between hits ask again, so results are
+    On PostgreSQL the match is an ILIKE. The first SEARCH_INDEXED_FROM steps of a trace are read in index
+    order (a short trace is read whole, in milliseconds); the steps after them, which only long traces have,
+    are answered by the partial trigram indexes on those three columns (migration traces 0009), so a rare
+    string in a 100,000-step trace is found without reading the trace; a common one stops at MAX_HITS + 1
+    hits in index order. Paging and jumping between hits ask again, so results are
     cached per trace content and filters for a while (steps never change).
     """
     if not filters.q:
@@ -323,11 +328,17 @@ def search_steps(trace: Trace, filters: StepFilter) -> tuple[list[int], int]:
     cached = cache.get(key)
     if cached is not None:
         return cached
-    matches = _matching(_steps(trace, filters), filters.q)
-    hits = list(matches.order_by("index").values_list("index", flat=True)[: MAX_HITS + 1])
+    steps = _steps(trace, filters)
+    hits = _first_hits(steps.filter(index__lt=SEARCH_INDEXED_FROM), filters.q, MAX_HITS + 1)
+    if len(hits) <= MAX_HITS and trace.step_count > SEARCH_INDEXED_FROM:
+        hits += _first_hits(steps.filter(index__gte=SEARCH_INDEXED_FROM), filters.q, MAX_HITS + 1 - len(hits))
     result = (hits[:MAX_HITS], len(hits))
     cache.set(key, result, timeout=SEARCH_TTL)
     return result
+
+
+def _first_hits(steps: QuerySet[Step], q: str, limit: int) -> list[int]:
+    return list(_matching(steps, q).order_by("index").values_list("index", flat=True)[:limit])
 
 
 def _matching(steps: QuerySet[Step], q: str) -> QuerySet[Step]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -37,6 +37,7 @@ from annotator.services.annotations import (
     is_locked,
 )
 from annotator.services.assignment import do_claim_next
+from annotator.services.calibration import gate
 from annotator.services.payload import PayloadError, payload_from_json
 from taxonomy.models import FailureMode
 
@@ -47,18 +48,11 @@ class EvidenceSerializer(serializers.Serializer):
 
 
 class LabelSerializer(serializers.Serializer):
-    mode = serializers.SlugRelatedField(slug_field="code", queryset=FailureMode.objects.none())
+    # A failure mode's code; resolved for all labels at once by AnnotationWriteSerializer.validate_labels.
+    mode = serializers.CharField()
     primary = serializers.BooleanField(default=False)
     evidence = EvidenceSerializer(many=True, required=False)
     note = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
-
-    def get_fields(self):
-        fields = super().get_fields()
-        # Scoped to the project in the URL: a mode of another taxonomy (or version) does not resolve.
-        project = self.context.get("project")
-        if project is not None:
-            fields["mode"].queryset = FailureMode.objects.filter(version=project.taxonomy_version)
-        return fields
 
     def to_representation(self, label: LabelApplication) -> dict[str, Any]:
         return {
@@ -79,6 +73,25 @@ class AnnotationWriteSerializer(serializers.Serializer):
     confidence = serializers.IntegerField(min_value=1, max_value=5, required=False, allow_null=True)
     note = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
     elapsed_seconds = serializers.IntegerField(min_value=0, required=False, default=0)
+
+    def validate_labels(self, labels: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """One query for every label's mode, scoped to the project in the URL: a mode of another taxonomy
+        (or version) does not resolve. The modes ride along in `self.modes` for the annotation verbs."""
+        project = self.context["project"]
+        codes = {label["mode"] for label in labels}
+        self.modes = {
+            mode.code: mode
+            for mode in FailureMode.objects.filter(version=project.taxonomy_version, code__in=codes)
+        }
+        errors = [
+            {"mode": [f"Object with code={label['mode']} does not exist."]}
+            if label["mode"] not in self.modes
+            else {}
+            for label in labels
+        ]
+        if any(errors):
+            raise serializers.ValidationError(errors)
+        return labels
 
 
 class AnnotationSerializer(serializers.ModelSerializer):
@@ -124,10 +137,27 @@ class ReviewAnnotationSerializer(AnnotationSerializer):
 class AssignmentSerializer(serializers.ModelSerializer):
     trace_external_id = serializers.CharField(source="trace.external_id", read_only=True)
     batch = serializers.CharField(source="trace.batch.name", read_only=True)
+    purpose = serializers.SerializerMethodField(
+        help_text="work or calibration (a gold item); null until submitted, so a gold item is labelled like "
+        "any other"
+    )
 
     class Meta:
         model = Assignment
-        fields = ["id", "trace", "trace_external_id", "batch", "status", "skip_reason", "reserved_until"]
+        fields = [
+            "id",
+            "trace",
+            "trace_external_id",
+            "batch",
+            "status",
+            "skip_reason",
+            "reserved_until",
+            "purpose",
+        ]
+
+    @extend_schema_field(serializers.ChoiceField(choices=Assignment.Purpose.choices, allow_null=True))
+    def get_purpose(self, assignment: Assignment) -> str | None:
+        return assignment.purpose if assignment.status == Assignment.Status.SUBMITTED else None
 
 
 class SkipSerializer(serializers.Serializer):
@@ -175,11 +205,15 @@ class _Write(APIView):
         body = AnnotationWriteSerializer(data=request.data, context={"project": assignment.project})
         body.is_valid(raise_exception=True)
         data = dict(body.validated_data)
-        for label in data.get("labels", []):
-            label["mode"] = label["mode"].code
         try:
             payload = payload_from_json(data)
-            self.verb(assignment, payload, actor=request.user, base_version=data["version"])
+            annotation = self.verb(
+                assignment,
+                payload,
+                actor=request.user,
+                base_version=data["version"],
+                modes=getattr(body, "modes", None),
+            )
         except StaleAnnotation as error:
             return error_response(
                 str(error),
@@ -199,7 +233,8 @@ class _Write(APIView):
             )
         except (AnnotationInvalid, PayloadError) as error:
             return error_response("The annotation is not valid", status=400, errors=error.messages)
-        return Response(_annotation(assignment))
+        # The verb hands back the annotation with its assignment and labels: nothing to read again.
+        return Response(AnnotationSerializer(annotation).data)
 
 
 _WRITE_RESPONSES = {200: AnnotationSerializer, 400: ErrorSerializer, 409: AnnotationConflictSerializer}
@@ -258,12 +293,21 @@ class ClaimNext(APIView):
 
     @extend_schema(
         request=None,
-        responses={200: AssignmentSerializer, 204: OpenApiResponse(description="My queue is empty")},
+        responses={
+            200: AssignmentSerializer,
+            204: OpenApiResponse(description="My queue is empty"),
+            403: OpenApiResponse(
+                ErrorSerializer, description="The project's gold qualification holds back real work (why)"
+            ),
+        },
     )
     def post(self, request: Request, slug: str) -> Response:
         project = access_project(request.user, slug, roles=LABEL_ROLES)
         assignment = do_claim_next(project, request.user)
         if assignment is None:
+            held = gate(project, request.user)
+            if held.blocked:
+                return error_response(held.reason, status=status.HTTP_403_FORBIDDEN)
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(AssignmentSerializer(assignment).data)
 

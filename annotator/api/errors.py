@@ -96,6 +96,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     return response
 
 
+def api_error_json(detail: str, *, status: int) -> JsonResponse:
+    """The API's error shape outside DRF's views: an unknown /api/ address, a crash before a view ran."""
+    return JsonResponse(dict(ErrorSerializer({"detail": detail}).data), status=status)
+
+
 def lockout_response(request, original_response=None, credentials=None) -> HttpResponse:
     """django-axes' answer to a locked-out sign-in: the API's error shape under /api/ (the token endpoint
     documents its 429), axes' own plain message on the login page."""
@@ -103,6 +108,5 @@ def lockout_response(request, original_response=None, credentials=None) -> HttpR
 
     status = settings.AXES_HTTP_RESPONSE_CODE
     if request.path.startswith("/api/"):
-        body = ErrorSerializer({"detail": get_lockout_message()}).data
-        return JsonResponse(dict(body), status=status)
+        return api_error_json(get_lockout_message(), status=status)
     return HttpResponse(get_lockout_message(), status=status)

@@ -14,12 +14,15 @@ from annotator.api import (
     admin,
     agreement,
     annotations,
+    calibration,
+    discussions,
     evolution,
     exports,
     imports,
     label_imports,
     llm,
     projects,
+    proposals,
     rounds,
     signatures,
     tokens,
@@ -131,6 +134,25 @@ rounds_urls = [
     path("projects/<slug:slug>/rounds/<int:round_id>/close/", rounds.close, name="api-rounds-close"),
     path("projects/<slug:slug>/rounds/trend/", rounds.trend, name="api-rounds-trend"),
 ]
+calibration_urls = [
+    path("projects/<slug:slug>/calibration/", calibration.calibration, name="api-calibration"),
+    path("projects/<slug:slug>/calibration/items/", calibration.items, name="api-calibration-items"),
+    path(
+        "projects/<slug:slug>/assignments/<int:assignment_id>/gold/",
+        calibration.gold,
+        name="api-calibration-gold",
+    ),
+]
+discussions_urls = [
+    path(
+        "projects/<slug:slug>/rounds/<int:round_id>/threads/",
+        discussions.round_threads,
+        name="api-round-threads",
+    ),
+    path(
+        "projects/<slug:slug>/threads/<int:thread_id>/decision/", discussions.decide, name="api-thread-decide"
+    ),
+]
 evolution_urls = [
     path("projects/<slug:slug>/taxonomy-migrations/", evolution.migrations, name="api-taxonomy-migrations"),
     path(
@@ -143,6 +165,15 @@ evolution_urls = [
         evolution.apply,
         name="api-taxonomy-migration-apply",
     ),
+]
+proposals_urls = [
+    path(
+        "projects/<slug:slug>/traces/<int:trace_id>/proposals/",
+        proposals.trace_proposals,
+        name="api-trace-proposals",
+    ),
+    path("projects/<slug:slug>/proposals/", proposals.proposals, name="api-proposals"),
+    path("projects/<slug:slug>/proposals/settle/", proposals.settle, name="api-proposals-settle"),
 ]
 adjudication_urls = [
     path("projects/<slug:slug>/adjudication/", adjudication.queue, name="api-adjudication"),
@@ -175,7 +206,10 @@ urlpatterns = [
     *llm_urls,
     *agreement_urls,
     *rounds_urls,
+    *calibration_urls,
+    *discussions_urls,
     *evolution_urls,
+    *proposals_urls,
     *adjudication_urls,
     *signatures_urls,
     *router.urls,  # projects/ and taxonomies/, and the browsable API root

@@ -6,7 +6,7 @@ from annotator.models.discussions import Comment, Mention, Thread
 from annotator.models.evolution import ModeRecheck, TaxonomyMigration
 from annotator.models.jobs import ImportJob, JobStatus
 from annotator.models.llm import LLMConfig, LLMRun, LLMTraceResult, PromptTemplate
-from annotator.models.projects import Assignment, Membership, Project, Role
+from annotator.models.projects import Assignment, CalibrationItem, Membership, Project, Role
 from annotator.models.proposals import ModeProposal
 from annotator.models.raters import Rater, RaterKind
 from annotator.models.reports import AgreementReport, Export, ReportRows
@@ -19,6 +19,7 @@ __all__ = [
     "Annotation",
     "ApiToken",
     "Assignment",
+    "CalibrationItem",
     "CalibrationRound",
     "Comment",
     "Export",

@@ -13,8 +13,13 @@ from traces.models import in_project_q
 class AnnotationQuerySet(models.QuerySet):
     def in_project(self, project) -> AnnotationQuerySet:
         """Annotations of the project on the project's traces (Trace.objects.in_project): what every report,
-        export and queue reads, so they all count the same traces."""
-        return self.filter(in_project_q(project, "assignment__trace"), assignment__project=project)
+        export and queue reads, so they all count the same traces. Gold calibration answers are left out:
+        they test an annotator, they are not data."""
+        return self.filter(
+            in_project_q(project, "assignment__trace"),
+            assignment__project=project,
+            assignment__purpose="work",
+        )
 
     def submitted_in(self, project) -> AnnotationQuerySet:
         return self.in_project(project).filter(status=Annotation.Status.SUBMITTED)

@@ -38,6 +38,11 @@ class Project(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     # Archived: off the home list, no new work (claims, imports, batches, LLM runs), still readable.
     archived_at = models.DateTimeField(null=True, blank=True)
+    # Gold calibration (annotator.services.calibration): the share of an annotator's claims that are
+    # calibration items, how many they do before real work, and the pooled kappa against gold they must reach.
+    calibration_rate = models.FloatField(default=0.0)
+    qualification_size = models.PositiveIntegerField(default=0)
+    qualification_min_kappa = models.FloatField(null=True, blank=True)
 
     objects = ProjectQuerySet.as_manager()
 
@@ -45,6 +50,10 @@ class Project(models.Model):
         ordering = ["-created_at"]
         constraints = [
             models.CheckConstraint(condition=Q(overlap__gte=1), name="project_overlap_positive"),
+            models.CheckConstraint(
+                condition=Q(calibration_rate__gte=0, calibration_rate__lte=0.5),
+                name="project_calibration_rate_range",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -74,6 +83,10 @@ class Membership(models.Model):
 
 
 class AssignmentQuerySet(models.QuerySet):
+    def work(self) -> AssignmentQuerySet:
+        """Real labelling slots: everything except gold calibration items (which no report counts)."""
+        return self.filter(purpose=Assignment.Purpose.WORK)
+
     def open_for(self, user) -> AssignmentQuerySet:
         """The user's slots still to do (to do or draft): what "Start next" claims and a removal frees."""
         return self.filter(annotator=user, status__in=Assignment.OPEN_STATUSES)
@@ -85,6 +98,12 @@ class Assignment(models.Model):
         IN_PROGRESS = "in_progress", "Draft"
         SUBMITTED = "submitted", "Submitted"
         SKIPPED = "skipped", "Skipped"
+
+    class Purpose(models.TextChoices):
+        WORK = "work", "Work"
+        # A gold trace served to test the annotator against its gold labels: never in any agreement
+        # report, adjudication queue, signature, export or round, never moved by do_assign.
+        CALIBRATION = "calibration", "Calibration (gold)"
 
     OPEN_STATUSES = (Status.PENDING, Status.IN_PROGRESS)
 
@@ -101,6 +120,7 @@ class Assignment(models.Model):
     calibration_round = models.ForeignKey(
         "annotator.CalibrationRound", null=True, blank=True, on_delete=models.SET_NULL, related_name="slots"
     )
+    purpose = models.CharField(max_length=12, choices=Purpose.choices, default=Purpose.WORK)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -120,3 +140,23 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.annotator} on {self.trace_id} ({self.status})"
+
+
+class CalibrationItem(models.Model):
+    """A gold trace an owner chose to serve as a calibration item (its gold labels are the answer)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="calibration_items")
+    trace = models.ForeignKey("traces.Trace", on_delete=models.CASCADE, related_name="+")
+    added_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    added_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "trace_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "trace"], name="calibration_item_unique_trace"),
+        ]
+
+    def __str__(self) -> str:
+        return f"calibration item {self.trace_id} of {self.project}"

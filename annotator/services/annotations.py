@@ -19,6 +19,7 @@ Rules kept here (and only here, so the page and the API agree):
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -34,6 +35,7 @@ from annotator.models import (
     ModeRecheck,
     Project,
 )
+from annotator.services.calibration import gate
 from annotator.services.followups import after_annotations_changed
 from annotator.services.payload import AnnotationPayload
 from taxonomy.models import FailureMode
@@ -98,13 +100,20 @@ def is_locked(assignment: Assignment) -> bool:
     )
 
 
-def snapshot(annotation: Annotation | None, assignment: Assignment) -> dict[str, Any] | None:
-    """The annotation as plain JSON, for history and for comparing before/after."""
+def snapshot(
+    annotation: Annotation | None,
+    assignment: Assignment,
+    labels: Iterable[LabelApplication] | None = None,
+) -> dict[str, Any] | None:
+    """The annotation as plain JSON, for history and for comparing before/after. `labels`: the
+    annotation's labels (with their modes) when the caller holds them already, else they are read."""
     if annotation is None:
         return None
+    if labels is None:
+        labels = annotation.labels.select_related("mode").order_by("mode__order", "mode_id")
     labels = [
         {"mode": label.mode.code, "primary": label.primary, "evidence": label.evidence, "note": label.note}
-        for label in annotation.labels.select_related("mode").order_by("mode__order")
+        for label in sorted(labels, key=_label_order)
     ]
     return {
         "status": annotation.status,
@@ -118,17 +127,30 @@ def snapshot(annotation: Annotation | None, assignment: Assignment) -> dict[str,
     }
 
 
+def _label_order(label: LabelApplication) -> tuple[int, int]:
+    return (label.mode.order, label.mode_id)
+
+
 def check_payload(
-    assignment: Assignment, payload: AnnotationPayload, *, submitting: bool
+    assignment: Assignment,
+    payload: AnnotationPayload,
+    *,
+    submitting: bool,
+    modes: Mapping[str, FailureMode] | None = None,
 ) -> dict[str, FailureMode]:
     """Validate against the project's taxonomy version and the trace; returns the modes by code.
+    `modes`: the payload's modes when the caller has looked them up already (the API's body check).
 
     Drafts may be incomplete; a submission must say something (labels, or "no failure observed", not
     both) and, in single-primary taxonomies, name exactly one primary label.
     """
     version = assignment.project.taxonomy_version
     errors: list[str] = []
-    modes = {mode.code: mode for mode in FailureMode.objects.filter(version=version, code__in=payload.codes)}
+    if modes is None:
+        modes = FailureMode.objects.filter(version=version, code__in=payload.codes)
+    else:
+        modes = modes.values()
+    modes = {mode.code: mode for mode in modes if mode.version_id == version.pk}
     taxonomy = f"{version.taxonomy.name} v{version.number}"
     seen: set[str] = set()
     for code in payload.codes:
@@ -159,30 +181,53 @@ def _missing_steps(trace_id: int, payload: AnnotationPayload) -> list[str]:
     wanted = {item.step for label in payload.labels for item in label.evidence}
     if not wanted:
         return []
-    found = set(Step.objects.filter(trace_id=trace_id, index__in=wanted).values_list("index", flat=True))
+    found = set(
+        Step.objects.filter(trace_id=trace_id, index__in=wanted).order_by().values_list("index", flat=True)
+    )
     return [f"Step {step} is not in this trace" for step in sorted(wanted - found)]
 
 
 def do_save_draft(
-    assignment: Assignment, payload: AnnotationPayload, *, actor, base_version: int
+    assignment: Assignment,
+    payload: AnnotationPayload,
+    *,
+    actor,
+    base_version: int,
+    modes: Mapping[str, FailureMode] | None = None,
 ) -> Annotation:
     """Store the payload as the assignment's draft. Preconditions: `actor` may write this assignment
     (checked by the caller through annotator.access); the annotation is not submitted; the trace is not
     locked by adjudication. Locks the assignment row; raises StaleAnnotation, AnnotationLocked or
-    AnnotationInvalid, in which case nothing changed."""
-    return _write(assignment, payload, actor=actor, base_version=base_version, submit=False)
+    AnnotationInvalid, in which case nothing changed. `modes`: see check_payload.
+
+    The returned annotation carries its assignment and its labels (with their modes), so a caller can
+    show them without reading them again."""
+    return _write(assignment, payload, actor=actor, base_version=base_version, submit=False, modes=modes)
 
 
 def do_submit_annotation(
-    assignment: Assignment, payload: AnnotationPayload, *, actor, base_version: int
+    assignment: Assignment,
+    payload: AnnotationPayload,
+    *,
+    actor,
+    base_version: int,
+    modes: Mapping[str, FailureMode] | None = None,
 ) -> Annotation:
     """Submit (or re-submit an edited) annotation: validated in full, status submitted, reservation
-    released. Same preconditions, locks and errors as do_save_draft. After commit, calls
+    released. Same preconditions, locks, errors and result as do_save_draft. After commit, calls
     on_trace_annotations_changed so adjudication and agreement can react."""
-    return _write(assignment, payload, actor=actor, base_version=base_version, submit=True)
+    return _write(assignment, payload, actor=actor, base_version=base_version, submit=True, modes=modes)
 
 
-def _write(assignment: Assignment, payload: AnnotationPayload, *, actor, base_version: int, submit: bool):
+def _write(
+    assignment: Assignment,
+    payload: AnnotationPayload,
+    *,
+    actor,
+    base_version: int,
+    submit: bool,
+    modes: Mapping[str, FailureMode] | None,
+) -> Annotation:
     project = assignment.project
     try:
         with transaction.atomic():
@@ -194,28 +239,36 @@ def _write(assignment: Assignment, payload: AnnotationPayload, *, actor, base_ve
                 raise StaleAnnotation(current, payload)
             if is_locked(assignment):
                 raise AnnotationLocked(LOCKED_MESSAGE)
+            _check_gate(assignment, actor)
             if not submit and annotation and annotation.status == Annotation.Status.SUBMITTED:
                 raise AnnotationInvalid("This annotation is submitted: to change it, submit it again")
-            modes = check_payload(assignment, payload, submitting=submit)
+            modes = check_payload(assignment, payload, submitting=submit, modes=modes)
+            existed = annotation is not None
             before = snapshot(annotation, assignment)
-            annotation = _store(assignment, annotation, payload, modes, current, submit=submit)
+            annotation, labels = _store(assignment, annotation, payload, modes, current, submit=submit)
             status = Assignment.Status.SUBMITTED if submit else Assignment.Status.IN_PROGRESS
+            reserved_until = None if submit else assignment.reserved_until
             Assignment.objects.filter(pk=assignment.pk).update(
-                status=status, skip_reason="", reserved_until=None if submit else assignment.reserved_until
+                status=status, skip_reason="", reserved_until=reserved_until
             )
             assignment.status, assignment.skip_reason = status, ""
-            after = snapshot(annotation, assignment)
+            assignment.reserved_until = reserved_until
+            annotation.assignment = assignment
+            after = snapshot(annotation, assignment, labels)
             if before != after:
                 action = _action(before, submit)
                 LabelHistory.objects.create(
                     annotation=annotation, actor=actor, action=action, before=before, after=after
                 )
             if submit:
-                # Submitting again is how an annotator answers "re-check FM-x on this trace".
-                ModeRecheck.objects.filter(annotation=annotation, resolved_at__isnull=True).update(
-                    resolved_at=timezone.now()
-                )
-                _notify_on_commit(project.pk, assignment.trace_id)
+                if existed:
+                    # Submitting again is how an annotator answers "re-check FM-x on this trace" (a
+                    # re-check names an annotation that exists, so a new one has none).
+                    ModeRecheck.objects.filter(annotation=annotation, resolved_at__isnull=True).update(
+                        resolved_at=timezone.now()
+                    )
+                if assignment.purpose == Assignment.Purpose.WORK:
+                    _notify_on_commit(project.pk, assignment.trace_id)
     except IntegrityError:
         # Two first saves raced to create the annotation (no row lock on SQLite): the loser is stale.
         current = Annotation.objects.filter(assignment=assignment).values_list("version", flat=True).first()
@@ -235,6 +288,16 @@ def _check_taxonomy_unchanged(project) -> None:
     current = Project.objects.filter(pk=project.pk).values_list("taxonomy_version_id", flat=True).first()
     if current != project.taxonomy_version_id:
         raise AnnotationInvalid(TAXONOMY_CHANGED)
+
+
+def _check_gate(assignment: Assignment, actor) -> None:
+    """Real work waits while the annotator has not passed the project's gold qualification (the reason
+    is shown); calibration items themselves are always open."""
+    if assignment.purpose != Assignment.Purpose.WORK:
+        return
+    state = gate(assignment.project, assignment.annotator if actor is None else actor)
+    if state.blocked:
+        raise AnnotationLocked(state.reason)
 
 
 def _lock(assignment: Assignment) -> Assignment:
@@ -257,7 +320,9 @@ def _store(
     current: int,
     *,
     submit: bool,
-) -> Annotation:
+) -> tuple[Annotation, list[LabelApplication]]:
+    """Write the annotation row and replace its labels; returns both as stored, without reading them
+    back (the conditional UPDATE ran under the assignment's row lock, so the row is what it wrote)."""
     now = timezone.now()
     multi = assignment.project.taxonomy_version.is_multi_label
     fields = {
@@ -283,9 +348,13 @@ def _store(
         )
         if not changed:
             raise StaleAnnotation(current + 1, payload)
-        annotation.refresh_from_db()
-    annotation.labels.all().delete()
-    LabelApplication.objects.bulk_create(
+        for name, value in fields.items():
+            setattr(annotation, name, value)
+        annotation.version = current + 1
+        annotation.time_spent_seconds += payload.elapsed_seconds
+        annotation.updated_at = now
+        annotation.labels.all().delete()
+    labels = LabelApplication.objects.bulk_create(
         LabelApplication(
             annotation=annotation,
             mode=modes[label.mode],
@@ -295,7 +364,18 @@ def _store(
         )
         for label in payload.labels
     )
-    return annotation
+    labels.sort(key=_label_order)
+    _hold_labels(annotation, labels)
+    return annotation, labels
+
+
+def _hold_labels(annotation: Annotation, labels: list[LabelApplication]) -> None:
+    """Leave the stored labels on the annotation as prefetch_related("labels") would: its caller reads
+    `annotation.labels.all()` from memory; anything narrower (a filter) queries as usual."""
+    queryset = annotation.labels.all()
+    queryset._result_cache = labels
+    queryset._prefetch_done = True
+    annotation._prefetched_objects_cache = {"labels": queryset}
 
 
 def do_skip(assignment: Assignment, reason: str, *, actor) -> Assignment:
@@ -334,7 +414,8 @@ def do_skip(assignment: Assignment, reason: str, *, actor) -> Assignment:
             before=before,
             after=snapshot(annotation, assignment),
         )
-        _notify_on_commit(project.pk, assignment.trace_id)
+        if assignment.purpose == Assignment.Purpose.WORK:
+            _notify_on_commit(project.pk, assignment.trace_id)
     return assignment
 
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 from annotator.assignment_strategy import plan_assignments
 from annotator.models import Assignment, Membership, Project, Role
 from annotator.raters import human_q, receives_work_q
+from annotator.services.calibration import next_calibration
 from traces.models import Trace
 
 log = logging.getLogger(__name__)
@@ -57,8 +58,10 @@ def do_assign(project: Project) -> int:
         now = timezone.now()
         trace_ids = list(Trace.objects.in_project(project).order_by("id").values_list("id", flat=True))
         # LLM raters' slots are not human overlap: they neither fill a trace's `overlap` nor ever move.
+        # Gold calibration slots are neither overlap nor movable: the plan never sees them.
         rows = list(
-            Assignment.objects.filter(project=project)
+            Assignment.objects.work()
+            .filter(project=project)
             .filter(human_q("annotator"))
             .values_list(
                 "id",
@@ -144,6 +147,9 @@ def do_claim_next(
     """Reserve the annotator's next open slot (queue order: trace, then id) for
     `project.reservation_minutes`; None when nothing is free.
 
+    Gold calibration comes first (annotator.services.calibration): an open calibration slot, or a new one
+    when the qualification set or the mix-in rate asks for it; an annotator held back by the qualification
+    gate gets no real work (None).
     Slots are per annotator; the reservation keeps two tabs, devices or retried clicks of the same person
     from working on one slot, and an abandoned claim frees itself when it expires.
     Locks: the candidate row is read FOR UPDATE SKIP LOCKED (PostgreSQL), so concurrent claims pass each
@@ -156,10 +162,20 @@ def do_claim_next(
     until = now + timedelta(minutes=project.reservation_minutes)
     tried: list[int] = list(exclude)  # e.g. the trace the annotator is leaving: "next" means another one
     with transaction.atomic():
+        calibration, held = next_calibration(project, user, now=now, until=until, exclude=tried)
+        if calibration is not None:
+            return calibration
+        if held.blocked:
+            return None
         for _ in range(_CLAIM_ATTEMPTS):
             candidate = (
-                Assignment.objects.select_for_update(skip_locked=True)
+                # Only the slot is locked (not its trace or batch, which every claim reads); the trace's
+                # name and batch come along for the caller's answer, never its raw record.
+                Assignment.objects.select_for_update(skip_locked=True, of=("self",))
+                .select_related("trace__batch")
+                .defer("trace__raw", "trace__metadata", "trace__answer_key")
                 .open_for(user)
+                .work()
                 .filter(project=project)
                 .filter(_free(now))
                 .exclude(pk__in=tried)

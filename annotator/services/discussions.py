@@ -49,6 +49,7 @@ def may_discuss(project: Project, user, trace: Trace) -> bool:
         return True
     if Annotation.objects.filter(
         assignment__project=project,
+        assignment__purpose="work",  # a gold calibration answer is no seat at the trace's discussion
         assignment__trace=trace,
         assignment__annotator=user,
         status=Annotation.Status.SUBMITTED,

@@ -406,7 +406,10 @@ class _Move:
     def _rechecks(self) -> int:
         """Splits: each annotation that had the old mode; new modes: each annotation on the traces they were
         proposed on. Only people who can submit again get one (not LLM or imported raters)."""
-        people = Annotation.objects.filter(assignment__project=self.project).filter(
+        # Gold calibration answers are never re-checked: their gold was shown once they were submitted.
+        people = Annotation.objects.filter(
+            assignment__project=self.project, assignment__purpose="work"
+        ).filter(
             receives_work_q("assignment__annotator"),
             assignment__annotator__in=Membership.objects.filter(project=self.project, active=True).values(
                 "user"

@@ -16,9 +16,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from django.conf import settings
+from django.core.cache import cache
+
+from annotator.models import Annotation, Assignment
 from annotator.services.adjudication import do_check_traces
-from annotator.services.enqueue import enqueue
-from annotator.services.reports import schedule_report_refresh
+from annotator.services.enqueue import enqueue, is_eager
 
 log = logging.getLogger(__name__)
 
@@ -57,3 +60,27 @@ def _check_inline(project_id: int, trace_ids: list[int]) -> None:
         do_check_traces(project_id, trace_ids)
     except Exception:  # the reconciliation finds these traces again
         log.exception("inline adjudication check of project %s failed", project_id)
+
+
+def refresh_debounce_key(project_id: int) -> str:
+    return f"agreement-refresh:{project_id}"
+
+
+def schedule_report_refresh(project_id: int) -> None:
+    """Refresh the project's agreement report and failure signatures after its annotations changed
+    (called after commit). Never computes a large report inline; the debounce is described in
+    annotator.services.reports. Enqueued by name, so the submit path never loads the statistics."""
+    if is_eager():
+        # Counting stops past the limit: a submit in a million-annotation project stays cheap.
+        limit = settings.AGREEMENT_INLINE_MAX_ANNOTATIONS
+        submitted = Annotation.objects.filter(
+            assignment__project_id=project_id,
+            assignment__purpose=Assignment.Purpose.WORK,
+            status=Annotation.Status.SUBMITTED,
+        )[: limit + 1].count()
+        if submitted <= limit:
+            enqueue("annotator.agreement.refresh_reports", project_id, after_commit=False)
+        return
+    countdown = settings.AGREEMENT_DEBOUNCE_SECONDS
+    if cache.add(refresh_debounce_key(project_id), "1", timeout=countdown + 300):
+        enqueue("annotator.agreement.refresh_reports", project_id, countdown=countdown, after_commit=False)

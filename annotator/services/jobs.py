@@ -32,7 +32,16 @@ from django.db import connections
 from django.db.models import Count
 from django.utils import timezone
 
-from annotator.models import AdjudicationItem, AgreementReport, Annotation, Export, ImportJob, LLMRun, Project
+from annotator.models import (
+    AdjudicationItem,
+    AgreementReport,
+    Annotation,
+    Assignment,
+    Export,
+    ImportJob,
+    LLMRun,
+    Project,
+)
 from annotator.models.jobs import FINAL_STATUSES, Job, JobStatus
 from annotator.services.comparison import eligible_annotator_ids
 from annotator.services.enqueue import ENQUEUE_FAILED, enqueue, is_eager
@@ -192,6 +201,7 @@ def traces_missing_adjudication(project_id: int) -> list[int]:
     return list(
         Annotation.objects.filter(
             assignment__project_id=project_id,
+            assignment__purpose=Assignment.Purpose.WORK,
             assignment__annotator_id__in=eligible_annotator_ids(project),
             status=Annotation.Status.SUBMITTED,
         )

@@ -35,11 +35,11 @@ from annotator.llm.client import LLMConfigError
 from annotator.llm.secrets import SecretUnreadable
 from annotator.llm.urlguard import UnsafeBaseURL, check_base_url
 from annotator.models import Annotation, LLMConfig, LLMRun, LLMTraceResult, Project
+from annotator.services.followups import schedule_report_refresh
 from annotator.services.jobs import heartbeat, send_job
 from annotator.services.label_import import LabelImportError
 from annotator.services.llm_labeller import Labeller, Outcome, make_client, store_answer
 from annotator.services.llm_settings import add_llm_member, current_prompt, get_config, llm_rater
-from annotator.services.reports import schedule_report_refresh
 from taxonomy.models import FailureMode
 from traces.models import Batch, Trace
 

@@ -3,6 +3,8 @@ codebook changes. Blind like labels: an annotator sees only their own proposals.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 
@@ -72,8 +74,20 @@ def _steps(steps, trace: Trace, errors: list[str]) -> list[int]:
     return sorted(set(out))
 
 
+STATUSES = ("open", "accepted", "declined", "all")
+
+
+def project_proposals(project: Project) -> QuerySet[ModeProposal]:
+    """Every proposal of the project, for the command line (which acts as staff) and for scoping below."""
+    return (
+        ModeProposal.objects.filter(project=project)
+        .select_related("author", "trace", "mode")
+        .defer("trace__raw")  # the original record can be huge; a proposal shows the trace's id only
+    )
+
+
 def visible_proposals(project: Project, user) -> QuerySet[ModeProposal]:
-    proposals = ModeProposal.objects.filter(project=project).select_related("author", "trace")
+    proposals = project_proposals(project)
     access = ProjectAccess.of(user, project)
     if access.is_reviewer:
         # Another annotator's proposal tells what they saw in a trace: not while I am blind on it.
@@ -81,10 +95,17 @@ def visible_proposals(project: Project, user) -> QuerySet[ModeProposal]:
     return proposals.filter(author=user)
 
 
-def grouped_open_proposals(project: Project, user) -> list[tuple[Group, list[ModeProposal]]]:
-    """The open proposals this reviewer may read, grouped by the words they use, each group with its
-    proposals."""
-    rows = list(visible_proposals(project, user).filter(status=ModeProposal.Status.OPEN))
+def proposal_groups(
+    proposals: QuerySet[ModeProposal], status: str = ModeProposal.Status.OPEN
+) -> list[tuple[Group, list[ModeProposal]]]:
+    """`proposals` (already scoped to what the reader may see) with this status ("all": any), grouped by
+    the words they use, each group with its proposals. The page, the API and the CLI all group here, so
+    they show the same groups."""
+    if status not in STATUSES:
+        raise ProposalError(f"Unknown status {status[:20]!r}: choose one of {', '.join(STATUSES)}")
+    if status != "all":
+        proposals = proposals.filter(status=status)
+    rows = list(proposals.order_by("pk"))
     by_id = {p.pk: p for p in rows}
     groups = group_proposals(
         [
@@ -95,18 +116,64 @@ def grouped_open_proposals(project: Project, user) -> list[tuple[Group, list[Mod
     return [(group, [by_id[i] for i in group.ids]) for group in groups]
 
 
-def do_settle(project: Project, ids, *, status: str, outcome: str, actor) -> int:
-    """Mark proposals accepted (turned into a mode; `outcome` names it) or declined (with the reason)."""
-    if not getattr(project, "user_roles", frozenset()) & MANAGE_ROLES:
+def proposal_json(proposal: ModeProposal) -> dict[str, Any]:
+    return {
+        "id": proposal.pk,
+        "trace": proposal.trace_id,
+        "trace_external_id": proposal.trace.external_id,
+        "author": proposal.author.get_username(),
+        "text": proposal.text,
+        "suggested_name": proposal.suggested_name,
+        "steps": list(proposal.steps or []),
+        "cooccurring": list(proposal.cooccurring or []),
+        "status": proposal.status,
+        "outcome": proposal.outcome,
+        "mode": proposal.mode.code if proposal.mode_id else None,
+        "created_at": proposal.created_at.isoformat().replace("+00:00", "Z"),
+    }
+
+
+def groups_json(groups: list[tuple[Group, list[ModeProposal]]], status: str) -> dict[str, Any]:
+    """The groups as the API answers them and `manage.py proposals SLUG list --json` prints them."""
+    out = []
+    for group, items in groups:
+        statuses = {p.status for p in items}
+        out.append(
+            {
+                "size": len(items),
+                "status": statuses.pop() if len(statuses) == 1 else "mixed",
+                "terms": list(group.terms),
+                "names": list(group.names),
+                "cooccurring": [{"code": code, "count": n} for code, n in group.cooccurring],
+                "proposals": [proposal_json(p) for p in items],
+            }
+        )
+    return {"status": status, "count": sum(g["size"] for g in out), "groups": out}
+
+
+def do_settle(project: Project, ids, *, status: str, outcome: str, actor=None) -> list[ModeProposal]:
+    """Mark proposals accepted (turned into a mode; `outcome` names its code, which a later taxonomy
+    migration adding that code links them to) or declined (`outcome`: why). `actor`: the owner settling
+    them, who may settle only proposals they may see; None: the command line. All or nothing: an id that
+    is not a proposal of the project, or one a taxonomy migration already turned into a mode, refuses the
+    lot."""
+    if actor is not None and not ProjectAccess.of(actor, project).holds(MANAGE_ROLES):
         raise PermissionDenied("Only owners settle proposals")
     if status not in (ModeProposal.Status.ACCEPTED, ModeProposal.Status.DECLINED):
         raise ProposalError("Choose: turned into a mode, or declined")
     outcome = (outcome or "").strip()
     if not outcome:
         raise ProposalError("Say which mode it became, or why it is declined")
-    ids = [int(i) for i in ids if str(i).isdigit() and len(str(i)) < 10]
+    ids = sorted({int(i) for i in ids if str(i).isdigit() and len(str(i)) < 10})
     if not ids:
         raise ProposalError("Choose at least one proposal")
-    return ModeProposal.objects.filter(project=project, pk__in=ids).update(
-        status=status, outcome=outcome[:MAX_NAME]
-    )
+    scope = project_proposals(project) if actor is None else visible_proposals(project, actor)
+    found = {p.pk: p for p in scope.filter(pk__in=ids)}
+    missing = [str(pid) for pid in ids if pid not in found]
+    if missing:
+        raise ProposalError(f"No proposal {', '.join(missing)} in this project")
+    linked = [f"{p.pk} ({p.mode.code})" for p in found.values() if p.mode_id]
+    if linked:
+        raise ProposalError(f"A taxonomy migration already turned proposal {', '.join(linked)} into a mode")
+    ModeProposal.objects.filter(pk__in=ids).update(status=status, outcome=outcome[:MAX_NAME])
+    return list(project_proposals(project).filter(pk__in=ids).order_by("pk"))

@@ -3,7 +3,7 @@
 Why not loop over traces: a million-trace project has two million annotations and ~three million labels,
 and the report must go from the database to a stored result in seconds. On PostgreSQL the database keeps
 a label summary (one packed row per annotation, maintained by triggers in the same transaction as every
-write: migration 0019), read in one sequential pass as two binary columns straight into numpy; elsewhere
+write: migration 0020), read in one sequential pass as two binary columns straight into numpy; elsewhere
 each table is read once. The (traces x raters x modes) ratings tensor is filled by fancy indexing -- no
 Python object per trace.
 
@@ -35,7 +35,7 @@ from django.db.models.lookups import Exact
 from django.utils import timezone
 
 from annotator.agreement.report import EvidenceRows, ModeInfo, ReportInput, unique_ints
-from annotator.models import Annotation, LabelApplication, Membership, Project, RaterKind, Role
+from annotator.models import Annotation, Assignment, LabelApplication, Membership, Project, RaterKind, Role
 from annotator.raters import kinds_of
 from taxonomy.models import FailureMode
 from traces.models import in_project_q
@@ -144,7 +144,14 @@ def _day_start(day: str) -> dt.datetime:
 def filter_q(project: Project, filters: Mapping[str, Any], prefix: str = "") -> Q:
     """Submitted annotations of the project matching `filters`; `prefix` reaches Annotation from another
     model (e.g. "annotation__" from LabelApplication), so every query joins instead of nesting."""
-    q = Q(**{f"{prefix}status": Annotation.Status.SUBMITTED, f"{prefix}assignment__project": project})
+    q = Q(
+        **{
+            f"{prefix}status": Annotation.Status.SUBMITTED,
+            f"{prefix}assignment__project": project,
+            # Gold calibration answers test an annotator; they are never agreement data.
+            f"{prefix}assignment__purpose": Assignment.Purpose.WORK,
+        }
+    )
     q &= in_project_q(project, f"{prefix}assignment__trace")  # the project's traces: one definition
     if filters.get("batch"):
         q &= Q(**{f"{prefix}assignment__trace__batch__name": filters["batch"]})
@@ -203,7 +210,7 @@ def load_report_input(
     raises RatersChanged when a matching annotation is by anyone else.
 
     On PostgreSQL the arrays come from the label summary (one narrow row per annotation, kept by triggers:
-    migration 0019) in one sequential pass; ``source="tables"`` reads the label tables themselves instead,
+    migration 0020) in one sequential pass; ``source="tables"`` reads the label tables themselves instead,
     which is what the summary must always agree with (tests/agreement/test_label_summary.py)."""
     version = project.taxonomy_version
     mode_rows = list(
@@ -462,8 +469,9 @@ def _summary_where(
     """The WHERE clause selecting the summary rows of the matching submitted annotations: the project's
     own columns for the unfiltered report, the filtered annotations' ids (a semi-join) otherwise."""
     batches = list(project.batches.values_list("id", flat=True))
-    where = "s.project_id = %s AND s.status = %s AND s.batch_id = ANY(%s)"
-    params: list[Any] = [project.pk, Annotation.Status.SUBMITTED, batches]
+    # As filter_q: submitted work (a gold calibration answer tests an annotator; it is no agreement data).
+    where = "s.project_id = %s AND s.status = %s AND s.purpose = %s AND s.batch_id = ANY(%s)"
+    params: list[Any] = [project.pk, Annotation.Status.SUBMITTED, Assignment.Purpose.WORK, batches]
     if filters:
         try:
             sql, filter_params = (

@@ -6,7 +6,8 @@ the matching submitted annotations (count, highest id, sum of versions, latest u
 an annotation bumps its version and `updated_at`, and a new one raises the count, so one aggregate query
 tells whether a stored report still describes the data.
 
-Recompute on change (debounced), the `on_trace_annotations_changed` hook calls `schedule_report_refresh`:
+Recompute on change (debounced), the `on_trace_annotations_changed` hook calls
+`annotator.services.followups.schedule_report_refresh`:
 
 - With a worker (Celery not eager): `cache.add` of a per-project key succeeds only for the first change
   in a window, and that change schedules `refresh_agreement_reports` with a countdown of
@@ -68,9 +69,10 @@ from annotator.agreement.report import (
     compress,
     merge_rows,
 )
-from annotator.models import AgreementReport, Annotation, Project, ReportRows
+from annotator.models import AgreementReport, Annotation, Assignment, Project, ReportRows
 from annotator.models.jobs import JobStatus
-from annotator.services.enqueue import enqueue, is_eager
+from annotator.services.enqueue import is_eager
+from annotator.services.followups import refresh_debounce_key
 from annotator.services.jobs import heartbeat, send_job, stale_before
 from annotator.services.report_data import (
     EPOCH,
@@ -95,7 +97,6 @@ __all__ = [
     "inputs_fingerprint",
     "latest_report",
     "report_settings",
-    "schedule_report_refresh",
 ]
 
 # A queued or running report older than this is presumed lost (its worker died) and is requested anew.
@@ -168,7 +169,7 @@ def newest_change(project: Project) -> datetime | None:
     """When any of the project's annotations last changed (any status, any filter): one short range of
     the updated_at index, whatever the project's size."""
     return (
-        Annotation.objects.filter(assignment__project=project)
+        Annotation.objects.filter(assignment__project=project, assignment__purpose=Assignment.Purpose.WORK)
         .order_by("-updated_at")
         .values_list("updated_at", flat=True)
         .first()
@@ -552,7 +553,9 @@ def _incremental(
     changed = np.unique(
         np.fromiter(
             Annotation.objects.filter(
-                assignment__project=project, updated_at__gte=state.watermark - REFRESH_MARGIN
+                assignment__project=project,
+                assignment__purpose=Assignment.Purpose.WORK,
+                updated_at__gte=state.watermark - REFRESH_MARGIN,
             )
             .order_by()
             .values_list("assignment__trace_id", flat=True),
@@ -783,31 +786,10 @@ def software_version() -> str:
         return "trace-annotator (version unknown)"
 
 
-def _debounce_key(project_id: int) -> str:
-    return f"agreement-refresh:{project_id}"
-
-
-def schedule_report_refresh(project_id: int) -> None:
-    """Called after annotations changed (from the hook, after commit). Never computes a large report
-    inline; see the module docstring for the debounce."""
-    if celery_is_eager():
-        # Counting stops past the limit: a submit in a million-annotation project stays cheap.
-        limit = settings.AGREEMENT_INLINE_MAX_ANNOTATIONS
-        submitted = Annotation.objects.filter(
-            assignment__project_id=project_id, status=Annotation.Status.SUBMITTED
-        )[: limit + 1].count()
-        if submitted <= limit:
-            do_refresh_reports(project_id)
-        return
-    countdown = settings.AGREEMENT_DEBOUNCE_SECONDS
-    if cache.add(_debounce_key(project_id), "1", timeout=countdown + 300):
-        enqueue("annotator.agreement.refresh_reports", project_id, countdown=countdown, after_commit=False)
-
-
 def do_refresh_reports(project_id: int) -> AgreementReport | None:
     """Bring the project's unfiltered report up to date (computing it here, in the caller's process):
     incrementally from the stored rows when they can vouch for the result, else in full."""
-    cache.delete(_debounce_key(project_id))
+    cache.delete(refresh_debounce_key(project_id))
     project = Project.objects.select_related("taxonomy_version__taxonomy").filter(pk=project_id).first()
     if project is None:
         return None

@@ -21,6 +21,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.lookups import Exact
 from django.utils import timezone
 
+from annotator.access import ProjectAccess
 from annotator.models import (
     AgreementReport,
     Assignment,
@@ -157,14 +158,15 @@ def _choose_traces(project: Project, choice: TraceChoice, errors: list[str]) -> 
 
 def _give_slots(project: Project, round_: CalibrationRound, trace_ids: Iterable[int], users) -> None:
     """One slot per (trace, annotator): the annotators' existing slots on these traces join the round (work
-    already done counts), missing ones are created."""
+    already done counts), missing ones are created. A gold calibration slot never joins a round (its answer
+    is in no report), and its annotator gets no second slot on that trace."""
     wanted = {(t, u.pk) for t in trace_ids for u in users}
     have = set(
         Assignment.objects.filter(project=project, trace_id__in=trace_ids, annotator__in=users).values_list(
             "trace_id", "annotator_id"
         )
     )
-    Assignment.objects.filter(project=project, trace_id__in=trace_ids, annotator__in=users).update(
+    Assignment.objects.work().filter(project=project, trace_id__in=trace_ids, annotator__in=users).update(
         calibration_round=round_
     )
     Assignment.objects.bulk_create(
@@ -190,6 +192,20 @@ def do_close_round(round_: CalibrationRound, *, actor=None) -> CalibrationRound:
         open_round_threads(locked)
     round_.refresh_from_db()
     return round_
+
+
+def rounds_of_annotator(project: Project, user) -> list[CalibrationRound]:
+    """The rounds `user` labels in, newest first (at most 20), for their queue: each with `n_threads`, the
+    round's disagreements they may read (none on a trace they are still blind on), and `n_undecided`."""
+    readable = ~Q(threads__trace__in=ProjectAccess.of(user, project).blind_trace_ids())
+    return list(
+        project.rounds.filter(annotators=user)
+        .annotate(
+            n_threads=Count("threads", filter=readable),
+            n_undecided=Count("threads", filter=readable & Q(threads__decision="")),
+        )
+        .order_by("-created_at", "-id")[:20]
+    )
 
 
 def round_progress(rounds: Sequence[CalibrationRound]) -> dict[int, tuple[int, int]]:

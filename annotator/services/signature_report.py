@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from django.core.cache import cache
 
 from annotator.access import REVIEW_ROLES, access_signatures
-from annotator.models import Annotation, GoldHistory, Project, Role
+from annotator.models import Annotation, Assignment, GoldHistory, Project, Role
 from annotator.services.signatures import (
     SignatureQuery,
     SignatureQueryError,
@@ -101,7 +101,7 @@ def _newest_trace() -> int | None:
 def _newest_annotation_change(project: Project) -> str:
     """When any of the project's annotations last changed (the updated_at index: one short range)."""
     return str(
-        Annotation.objects.filter(assignment__project=project)
+        Annotation.objects.filter(assignment__project=project, assignment__purpose=Assignment.Purpose.WORK)
         .order_by("-updated_at")
         .values_list("updated_at", flat=True)
         .first()

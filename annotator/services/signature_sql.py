@@ -227,7 +227,7 @@ def gold_from_summary(
     project_id: int, statuses: tuple[str, ...]
 ) -> tuple[np.ndarray, np.ndarray, EvidencePoints]:
     """What the gold queries give -- the (trace, mode) pairs of the gold labels and `gold_evidence` -- read
-    from the gold summary (migration 0020): each item's packed ``head`` and ``body``, concatenated by the
+    from the gold summary (migration 0021): each item's packed ``head`` and ``body``, concatenated by the
     database, with every evidence point's agent already resolved. PostgreSQL only.
 
     The attributed agent (the smallest non-empty ``attribution.agent`` of the submitted labels of the same

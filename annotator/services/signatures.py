@@ -146,7 +146,7 @@ def load_signature_input(project: Project, query: SignatureQuery, *, summary: bo
     """The arrays of :class:`~annotator.signatures.SignatureInput` for `project` under `query`.
 
     On PostgreSQL the traces come grouped by their texts and the gold from the gold summary (migration
-    0020); ``summary=False`` reads the gold tables themselves, which the summary must always agree with
+    0021); ``summary=False`` reads the gold tables themselves, which the summary must always agree with
     (tests/signatures/test_gold_summary.py)."""
     with _analytics_transaction():
         modes = list(

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from django.contrib import messages
+from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -30,6 +31,8 @@ from annotator.services.annotations import (
     is_locked,
 )
 from annotator.services.assignment import do_claim_next, extend_reservation
+from annotator.services.calibration import feedback as calibration_feedback
+from annotator.services.calibration import gate
 from annotator.services.payload import AnnotationPayload, PayloadError, payload_from_form, version_from
 from annotator.templatetags.annotator_tags import render_markdown
 from annotator.views.panel import panel_context
@@ -76,6 +79,9 @@ def _page(
         "skip_reasons": SKIP_REASONS,
         "position": queue_position(assignment),
         "submitted": bool(annotation and annotation.status == Annotation.Status.SUBMITTED),
+        # The gold answer of a calibration item, only once it is submitted (blind until then).
+        "gold_feedback": calibration_feedback(assignment),
+        "gate": gate(project, request.user) if assignment.purpose == Assignment.Purpose.WORK else None,
         # Provenance of labels a taxonomy migration moved (the annotator's own annotation only).
         "migrated": [
             entry.after.get("migration", "")
@@ -96,9 +102,13 @@ def _page(
 
 def queue_position(assignment: Assignment) -> dict[str, int]:
     """ "13 of 70": the traces this annotator finished, plus this one while it is still open."""
-    mine = Assignment.objects.filter(project_id=assignment.project_id, annotator_id=assignment.annotator_id)
-    total = mine.count()
-    done = mine.filter(status__in=(Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED)).count()
+    counts = Assignment.objects.filter(
+        project_id=assignment.project_id, annotator_id=assignment.annotator_id
+    ).aggregate(
+        total=Count("id"),
+        done=Count("id", filter=Q(status__in=(Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED))),
+    )
+    total, done = counts["total"], counts["done"]
     is_open = assignment.status in Assignment.OPEN_STATUSES
     return {"number": min(total, done + 1) if is_open else done, "total": total}
 
@@ -160,6 +170,10 @@ def submit(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
         do_submit_annotation(assignment, payload, actor=request.user, base_version=base)
     except (PayloadError, AnnotationInvalid, AnnotationLocked, StaleAnnotation) as error:
         return _refused(request, assignment, error, base, payload)
+    if assignment.purpose == Assignment.Purpose.CALIBRATION:
+        # Back to the same page, which now shows the gold answer beside the annotator's own.
+        messages.success(request, f"Submitted trace {_trace_name(assignment)}: compare with the gold answer.")
+        return _go(request, reverse("annotate", args=[assignment.project.slug, assignment.pk]))
     messages.success(request, f"Submitted trace {_trace_name(assignment)}.")
     return _to_next(request, assignment)
 
@@ -202,6 +216,10 @@ def _to_next(request: HttpRequest, assignment: Assignment) -> HttpResponse:
     )
     if following is None:
         messages.success(request, "That was the last trace in your queue. Thank you!")
+    return _go(request, url)
+
+
+def _go(request: HttpRequest, url: str) -> HttpResponse:
     if request.htmx:
         response = HttpResponse(status=204)
         response["HX-Redirect"] = url

@@ -7,7 +7,9 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from annotator.access import ANY_ROLE, REVIEW_ROLES, access_project, access_trace
@@ -25,8 +27,10 @@ from annotator.services.discussions import (
 
 
 def trace_discussion(request: HttpRequest, slug: str, trace_id: int) -> HttpResponse:
-    """GET: the trace's threads. POST: add a comment (body, optional mode code and step) and answer with the
-    refreshed partial; a refused comment comes back in the form with the reason (400)."""
+    """GET: the trace's threads. POST: add a comment (body, optional mode code and step); htmx gets the
+    refreshed partial, a refused comment back in the form with the reason (400). A plain form post (the
+    round's disagreements page, or no JavaScript) goes back to the page it came from (`next`), the outcome
+    in a message there, rather than to a bare fragment."""
     project, trace = access_trace(request.user, slug, trace_id)
     require_discussion(project, request.user, trace)
     error, status = "", 200
@@ -42,6 +46,12 @@ def trace_discussion(request: HttpRequest, slug: str, trace_id: int) -> HttpResp
             )
         except DiscussionError as problem:
             error, status = str(problem), 400
+        if not request.htmx:
+            if error:
+                messages.error(request, f"The comment was not added: {error}")
+            else:
+                messages.success(request, "Comment added.")
+            return redirect(_back(request, project))
     context = {
         "project": project,
         "trace": trace,
@@ -51,6 +61,16 @@ def trace_discussion(request: HttpRequest, slug: str, trace_id: int) -> HttpResp
         "form": request.POST if error else {},
     }
     return render(request, "annotator/partials/_discussion.html", context, status=status)
+
+
+def _back(request: HttpRequest, project) -> str:
+    """The page a plain comment form came from: a path of this project on this site, else the project."""
+    target = request.POST.get("next", "")
+    if target.startswith(f"/p/{project.slug}/") and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return reverse("project-detail", args=[project.slug])
 
 
 def round_discussion(request: HttpRequest, slug: str, round_id: int) -> HttpResponse:

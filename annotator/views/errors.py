@@ -1,6 +1,6 @@
 """Our own 403, 404 and 500 pages: the reason in plain words and a way back, never a server path.
 
-htmx requests get the same page; static/js/site.js reads its [data-error-message] and shows it in the
+Under /api/ they answer in the API's error shape (JSON) instead. htmx requests get the same page; static/js/site.js reads its [data-error-message] and shows it in the
 page's alert region instead of swapping a whole page into a fragment.
 """
 
@@ -13,6 +13,8 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.template import loader
+
+from annotator.api.errors import api_error_json
 
 # A message written for people is a sentence; anything that looks like a path or a URL pattern is not.
 _UNSAFE = re.compile(r"[/\\]|\.py\b|Traceback")
@@ -30,8 +32,14 @@ def forbidden(request: HttpRequest, exception: Exception | None = None) -> HttpR
     return render(request, "403.html", {"reason": reason}, status=403)
 
 
+def _is_api(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/")
+
+
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     reason = _reason(exception, "There is nothing at this address.")
+    if _is_api(request):  # a script gets the API's error shape, not a page
+        return api_error_json(reason, status=404)
     response = render(request, "404.html", {"reason": reason}, status=404)
     response.is_own_error_page = True
     return response
@@ -44,6 +52,8 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
+    if _is_api(request):
+        return api_error_json("The server failed to answer this request. Try again later.", status=500)
     # No request context: the failure may have come from a context processor or the database.
     return HttpResponse(loader.get_template("500.html").render(), status=500)
 

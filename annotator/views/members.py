@@ -31,15 +31,16 @@ def members(request: HttpRequest, slug: str) -> HttpResponse:
     )
     workload = {
         row["annotator_id"]: row
-        for row in Assignment.objects.filter(project=project)
+        for row in Assignment.objects.work()  # gold calibration slots are not workload
+        .filter(project=project)
         .values("annotator_id")
         .annotate(total=Count("id"), submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)))
     }
     annotators = {m.user_id: m.user.username for m in memberships if m.role == Role.ANNOTATOR and m.active}
     pairs = pair_counts(
-        Assignment.objects.filter(project=project, annotator_id__in=list(annotators)).values_list(
-            "trace_id", "annotator_id"
-        )
+        Assignment.objects.work()
+        .filter(project=project, annotator_id__in=list(annotators))
+        .values_list("trace_id", "annotator_id")
     )
     pair_rows = [
         (annotators[a], annotators[b], pairs.get((a, b), 0))

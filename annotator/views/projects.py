@@ -15,11 +15,15 @@ from traces.models import in_project_q
 def project_detail(request, slug: str):
     project = access_project(request.user, slug)
     # Human work only: an LLM rater's annotations are counted on the LLM page, not as progress.
-    counts = project.assignments.filter(human_q("annotator"), in_project_q(project, "trace")).aggregate(
-        total=Count("id"),
-        submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
-        drafts=Count("id", filter=Q(status=Assignment.Status.IN_PROGRESS)),
-        skipped=Count("id", filter=Q(status=Assignment.Status.SKIPPED)),
+    counts = (
+        project.assignments.work()
+        .filter(human_q("annotator"), in_project_q(project, "trace"))
+        .aggregate(
+            total=Count("id"),
+            submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
+            drafts=Count("id", filter=Q(status=Assignment.Status.IN_PROGRESS)),
+            skipped=Count("id", filter=Q(status=Assignment.Status.SKIPPED)),
+        )
     )
     members = (
         project.memberships.filter(active=True).select_related("user").order_by("role", "user__username")

@@ -13,7 +13,7 @@ from annotator.services.proposals import (
     ProposalError,
     do_propose,
     do_settle,
-    grouped_open_proposals,
+    proposal_groups,
     visible_proposals,
 )
 
@@ -53,7 +53,7 @@ def proposals_page(request: HttpRequest, slug: str) -> HttpResponse:
         "project": project,
         "reviewer": reviewer,
         "can_settle": bool(project.user_roles & MANAGE_ROLES),
-        "groups": grouped_open_proposals(project, request.user) if reviewer else [],
+        "groups": proposal_groups(visible_proposals(project, request.user)) if reviewer else [],
         "settled": visible_proposals(project, request.user).exclude(status="open") if reviewer else [],
         "mine": [] if reviewer else visible_proposals(project, request.user),
     }
@@ -64,7 +64,7 @@ def proposals_page(request: HttpRequest, slug: str) -> HttpResponse:
 def settle(request: HttpRequest, slug: str) -> HttpResponse:
     project = access_project(request.user, slug, roles=MANAGE_ROLES)
     try:
-        n = do_settle(
+        settled = do_settle(
             project,
             request.POST.getlist("proposal"),
             status=request.POST.get("status", ""),
@@ -74,5 +74,6 @@ def settle(request: HttpRequest, slug: str) -> HttpResponse:
     except ProposalError as problem:
         messages.error(request, str(problem))
     else:
+        n = len(settled)
         messages.success(request, f"{n} proposal{'s' if n != 1 else ''} settled")
     return redirect("proposals", slug)

@@ -15,7 +15,9 @@ from annotator.access import LABEL_ROLES, access_project
 from annotator.models import Assignment, Project
 from annotator.services.annotations import locked_expression
 from annotator.services.assignment import do_claim_next, do_release_assignment
+from annotator.services.calibration import calibration_waiting, gate
 from annotator.services.evolution import open_rechecks
+from annotator.services.rounds import rounds_of_annotator
 
 DONE = (Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED)
 SUBMITTED_PER_PAGE = 25
@@ -50,16 +52,22 @@ def queue_context(request: HttpRequest, project: Project) -> dict[str, Any]:
         SUBMITTED_PER_PAGE,
     ).get_page(request.GET.get("submitted_page"))
     return {
+        "calibration_gate": gate(project, request.user),
+        "calibration_waiting": calibration_waiting(project, request.user),
+        "calibration_answers": mine.filter(
+            purpose=Assignment.Purpose.CALIBRATION, status=Assignment.Status.SUBMITTED
+        ).exists(),
         "queue": {
             "total": total,
             "done": done,
             "remaining": total - done,
             "per_batch": per_batch,
             "rechecks": list(open_rechecks(project, request.user)[:200]),
+            "rounds": rounds_of_annotator(project, request.user),
             "drafts": list(rows.filter(status=Assignment.Status.IN_PROGRESS).order_by("trace_id")[:200]),
             "skipped": list(rows.filter(status=Assignment.Status.SKIPPED).order_by("-updated_at")[:200]),
             "submitted": submitted,
-        }
+        },
     }
 
 
@@ -75,6 +83,10 @@ def start_next(request: HttpRequest, slug: str) -> HttpResponse:
     assignment = do_claim_next(project, request.user, exclude=[leaving.pk] if leaving else ())
     if assignment is None and project.archived_at is not None:
         messages.info(request, "This project is archived: it hands out no new traces.")
+        return redirect("project-detail", slug)
+    held = gate(project, request.user) if assignment is None else None
+    if held is not None and held.blocked:
+        messages.warning(request, held.reason)
         return redirect("project-detail", slug)
     if assignment is None:
         messages.info(

@@ -27,7 +27,9 @@ TRACES_PER_PAGE = 50
 
 def trace_list(request: HttpRequest, slug: str) -> HttpResponse:
     project = access_project(request.user, slug, roles=REVIEW_ROLES)
-    mine = Q(assignments__project=project) & human_q("assignments__annotator")
+    mine = Q(assignments__project=project, assignments__purpose=Assignment.Purpose.WORK) & human_q(
+        "assignments__annotator"
+    )
     traces = (
         project.access.traces()
         .only("id", "external_id", "outcome", "model", "system", "step_count", "batch__name")
@@ -76,7 +78,8 @@ def _comparison(assignments: list[Assignment]) -> tuple[list[ComparisonRow], dic
 
 def _assignments(project: Project, trace: Trace) -> list[Assignment]:
     return list(
-        Assignment.objects.filter(project=project, trace=trace)
+        Assignment.objects.work()
+        .filter(project=project, trace=trace)
         .select_related("annotator", "annotation")
         .prefetch_related("annotation__labels__mode")
         .order_by("annotator__username")

@@ -8,10 +8,12 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotator.access import MANAGE_ROLES, REPORT_ROLES, access_project
 from annotator.models import CalibrationRound, Membership, Role
+from annotator.models.jobs import JobStatus
 from annotator.services.rounds import (
     RoundError,
     TraceChoice,
@@ -23,8 +25,27 @@ from annotator.services.rounds import (
 
 
 def rounds_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """The page; an htmx request (the trend polling while a closed round's report is computed) gets the
+    trend partial alone."""
     project = access_project(request.user, slug, roles=REPORT_ROLES, shows_labels=True)
+    if request.htmx:
+        rounds = list(project.rounds.select_related("report").order_by("created_at", "id"))
+        return render(request, "annotator/partials/_round_trend.html", _trend_context(project, rounds))
     return _render(request, project, form={}, errors=[])
+
+
+def _trend_context(project, rounds: list[CalibrationRound]) -> dict:
+    reporting = [
+        r for r in rounds if not r.is_open and (r.report is None or r.report.status != JobStatus.SUCCEEDED)
+    ]
+    computing = any(r.report is not None and r.report.is_active for r in reporting)
+    return {
+        "project": project,
+        "trend": round_trend(project),
+        "reporting": reporting,
+        "trend_poll": "running" if computing else "",
+        "rounds_url": reverse("rounds", args=[project.slug]),
+    }
 
 
 def _render(request, project, *, form: dict, errors: list[str], status: int = 200) -> HttpResponse:
@@ -32,10 +53,9 @@ def _render(request, project, *, form: dict, errors: list[str], status: int = 20
         project.rounds.select_related("report").prefetch_related("annotators").order_by("created_at", "id")
     )
     context = {
-        "project": project,
+        **_trend_context(project, rounds),
         "rounds": rounds,
         "progress": round_progress(rounds),
-        "trend": round_trend(project),
         "can_manage": bool(project.user_roles & MANAGE_ROLES),
         "annotators": Membership.objects.filter(project=project, role=Role.ANNOTATOR, active=True)
         .order_by("user__username")

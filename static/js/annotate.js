@@ -13,7 +13,7 @@
   var root = document.querySelector("[data-annotate]");
   if (!root) return;
   var form = document.getElementById("label-form");
-  var state = { current: null, activeMode: null, pendingFocus: null, elapsed: 0, sent: 0, dirty: false };
+  var state = { current: null, activeMode: null, pendingFocus: null, elapsed: 0, sent: 0, dirty: false, submitted: false };
   // 409 (stale) and 422 (invalid) answers carry the status partial; site.js swaps them and focuses the error.
   var stepCount = Number(root.dataset.stepCount);
 
@@ -502,9 +502,16 @@
     // A submit carries the whole form: once it leaves, nothing is pending any more.
     if (e.detail.elt.matches('[data-action="submit"]')) state.dirty = false;
   });
+  // An autosave still waiting out its delay when Submit is clicked would reach the server after the submit,
+  // on the version the submit replaced: a 409 "changed in another tab" flashing while the next trace loads.
+  // The submit carried the whole form, so once it succeeded there is nothing left to autosave.
+  document.body.addEventListener("htmx:beforeRequest", function (e) {
+    if (form && e.detail.elt === form && state.submitted) e.preventDefault();
+  });
   document.body.addEventListener("htmx:afterRequest", function (e) {
     if (!form || !form.contains(e.detail.elt)) return;
     var status = e.detail.xhr && e.detail.xhr.status;
+    if (status >= 200 && status < 300 && e.detail.elt.matches('[data-action="submit"]')) state.submitted = true;
     if (status >= 200 && status < 300) {
       state.elapsed = Math.max(0, state.elapsed - state.sent);
       if (elapsedInput) elapsedInput.value = String(state.elapsed);

@@ -1,4 +1,4 @@
-"""The label summary the database keeps (one packed row per annotation, migration 0019) always says what
+"""The label summary the database keeps (one packed row per annotation, migration 0020) always says what
 the label tables say, whoever wrote them: the annotation service, plain ORM writes (as the admin, the label
 import or a taxonomy evolution make them), deletions of labels, annotations or traces' assignments. The
 agreement report read from the summary equals the report read from the label tables."""
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from annotator.models import Annotation, LabelApplication
+from annotator.models import Annotation, Assignment, LabelApplication
 from annotator.services import report_data, reports
 from taxonomy.models import FailureMode
 from tests.agreement.test_incremental import random_labels, same
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 COLUMNS = (
-    "annotation_id, project_id, batch_id, trace_id, annotator_id, status, version, updated_at, head, body, "
+    "annotation_id, project_id, batch_id, trace_id, annotator_id, purpose, status, version, updated_at, head, body, "
     "missing"
 )
 
@@ -94,7 +94,17 @@ def test_after_random_inserts_edits_and_deletions_the_summary_says_what_the_tabl
             annotations = Annotation.objects.filter(assignment__project=project)
             victim = annotations.order_by("?").first()
             action = rng.choice(
-                ["submit", "submit", "evidence", "add label", "drop label", "missing", "draft", "delete"]
+                [
+                    "submit",
+                    "submit",
+                    "evidence",
+                    "add label",
+                    "drop label",
+                    "missing",
+                    "draft",
+                    "calibration",
+                    "delete",
+                ]
             )
             if action == "submit" or victim is None:
                 submit(project, rng.choice(traces), rng.choice(raters), random_labels(rng, codes))
@@ -113,6 +123,10 @@ def test_after_random_inserts_edits_and_deletions_the_summary_says_what_the_tabl
             elif action == "missing":
                 Annotation.objects.filter(pk=victim.pk).update(
                     provenance={"missing_modes": [*rng.sample(codes, 2), "NOT-A-MODE"]}
+                )
+            elif action == "calibration":  # a gold calibration answer is no agreement data
+                Assignment.objects.filter(pk=victim.assignment_id).update(
+                    purpose=Assignment.Purpose.CALIBRATION
                 )
             elif action == "draft":
                 Annotation.objects.filter(pk=victim.pk).update(status=Annotation.Status.DRAFT)

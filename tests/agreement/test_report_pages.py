@@ -8,8 +8,9 @@ import io
 import pytest
 
 from annotator.models import AgreementReport
-from annotator.services import reports
-from annotator.services.reports import do_request_report, schedule_report_refresh
+from annotator.services import followups, reports
+from annotator.services.followups import schedule_report_refresh
+from annotator.services.reports import do_request_report
 from tests.factories import UserFactory, add_member, api_token
 from tests.labels import project_trace, submit
 
@@ -198,8 +199,10 @@ def test_with_a_worker_a_burst_of_changes_schedules_one_refresh(labelled, monkey
     from annotator import tasks
 
     calls = []
-    cache.delete(reports._debounce_key(labelled.pk))  # the cache is Redis in CI: start from a clean key
-    monkeypatch.setattr(reports, "celery_is_eager", lambda: False)
+    cache.delete(
+        followups.refresh_debounce_key(labelled.pk)
+    )  # the cache is Redis in CI: start from a clean key
+    monkeypatch.setattr(followups, "is_eager", lambda: False)
     monkeypatch.setattr(
         tasks.refresh_agreement_reports, "apply_async", lambda *a, **kw: calls.append((a, kw))
     )

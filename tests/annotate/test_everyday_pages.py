@@ -3,6 +3,8 @@ step numbering, "13 of 70", leaving a trace (keep or release), no empty boxes, t
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from annotator.models import AdjudicationItem, Assignment
@@ -57,6 +59,22 @@ def test_an_error_page_never_shows_a_server_path():
     html = not_found(request, Http404("/srv/app/var/uploads/abc/000-x.jsonl missing")).content.decode()
     assert "/srv/app" not in html and "There is nothing at this address." in html
     assert b"Something broke on our side" in server_error(request).content
+
+
+def test_an_unknown_api_address_answers_in_the_api_error_shape(client, owner):
+    from django.contrib.auth.models import AnonymousUser
+    from django.test import RequestFactory
+
+    from annotator.views.errors import server_error
+
+    client.force_login(owner)
+    response = client.get("/api/projects/no-such-project/nothing-here/")
+    assert response.status_code == 404 and response["Content-Type"] == "application/json"
+    assert response.json() == {"detail": "There is nothing at this address."}
+    request = RequestFactory().get("/api/projects/")
+    request.user = AnonymousUser()
+    crashed = server_error(request)
+    assert crashed.status_code == 500 and "detail" in json.loads(crashed.content)
 
 
 def test_the_labelling_page_is_never_served_from_the_cache(client, project, annotator_a, queue):

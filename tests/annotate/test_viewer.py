@@ -11,8 +11,9 @@ from django.test.utils import CaptureQueriesContext
 from annotator.models import Assignment
 from annotator.services.assignment import do_assign
 from tests.factories import BatchFactory, TraceFactory, add_member, trace_with_steps
+from tests.services import missing
 from traces.models import Step
-from traces.viewer import BODY_LIMIT, PAGE_SIZE, StepFilter, search_steps, step_page
+from traces.viewer import BODY_LIMIT, PAGE_SIZE, SEARCH_INDEXED_FROM, StepFilter, search_steps, step_page
 
 
 def big_trace(project, n, *, name="big"):
@@ -55,6 +56,30 @@ def test_search_finds_content_tool_names_and_arguments(project):
     Step.objects.filter(trace=trace, index=101).update(tool_args={"query": "find the needle"})
     hits, total = search_steps(trace, StepFilter(q="needle"))
     assert (hits, total) == ([7, 64, 101], 3)
+
+
+def test_search_in_a_long_trace_lists_hits_on_both_sides_of_the_indexed_part_in_order(project, monkeypatch):
+    trace = big_trace(project, SEARCH_INDEXED_FROM + 300)
+    for index in (SEARCH_INDEXED_FROM + 250, 3, SEARCH_INDEXED_FROM, SEARCH_INDEXED_FROM - 1):
+        Step.objects.filter(trace=trace, index=index).update(content=f"a NeedleError at {index}")
+    expected = [3, SEARCH_INDEXED_FROM - 1, SEARCH_INDEXED_FROM, SEARCH_INDEXED_FROM + 250]
+    assert search_steps(trace, StepFilter(q="needle")) == (expected, 4)
+    monkeypatch.setattr("traces.viewer.MAX_HITS", 2)  # the count stops at MAX_HITS + 1 across the bound too
+    assert search_steps(trace, StepFilter(q="needle at")) == ([], 0)
+    assert search_steps(trace, StepFilter(q="error at")) == (expected[:2], 3)
+
+
+@pytest.mark.postgres
+def test_only_steps_of_long_traces_carry_the_search_indexes(db):
+    """Ordinary traces are imported without trigram index upkeep (issue 14); the bound is the viewer's."""
+    if connection.vendor != "postgresql":
+        missing("PostgreSQL", "Set DATABASE_URL=postgres://postgres@127.0.0.1:5432/annotator to run on it.")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE indexname LIKE 'step_%%_trgm'")
+        definitions = dict(cursor.fetchall())
+    assert sorted(definitions) == ["step_content_trgm", "step_tool_args_trgm", "step_tool_name_trgm"]
+    for definition in definitions.values():
+        assert definition.endswith(f"WHERE (index >= {SEARCH_INDEXED_FROM})"), definition
 
 
 def test_search_takes_percent_and_underscore_literally(project):

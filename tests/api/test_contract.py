@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
@@ -77,6 +78,13 @@ def world(project, owner, annotator_a, annotator_b, adjudicator):
     }
 
 
+def _second_rater(project):
+    """A second annotator for a gold trace of the contract walk (Ben's slots are the world's)."""
+    user = UserFactory(username="gil-gold")
+    Membership.objects.create(project=project, user=user, role="annotator")
+    return user
+
+
 def _labels(*records) -> SimpleUploadedFile:
     body = "".join(json.dumps(record) + "\n" for record in records)
     return SimpleUploadedFile("labels.jsonl", body.encode(), content_type="application/jsonl")
@@ -88,9 +96,10 @@ def _upload() -> SimpleUploadedFile:
 
 
 def test_every_operation_answers_its_documented_shapes(
-    world, owner, annotator_a, adjudicator, outsider, django_capture_on_commit_callbacks
+    world, project, owner, annotator_a, annotator_b, adjudicator, outsider, django_capture_on_commit_callbacks
 ):
     openapi.COVERED.clear()
+    cache.clear()  # rate limits (token creation) count per address, in the shared cache: start from none
     w = world
     api = f"/api/projects/{w['slug']}"
     item, trace, slot, done, run = w["item"], w["trace"], w["slot"], w["done"], w["run"]
@@ -147,8 +156,25 @@ def test_every_operation_answers_its_documented_shapes(
     round_id = expect(o, "post", f"{api}/rounds/", 201, opened).json()["id"]
     expect(o, "post", f"{api}/rounds/", 400, {"name": "R2", "annotators": ["ana-annotator"]})
     expect(o, "post", f"{api}/rounds/", 400, {**opened, "name": "R3"})
+    fresh_project = Project.objects.get(slug=w["slug"])
+    submit(fresh_project, fresh, annotator_a, {"FM-1.1": [1], "FM-2.1": [2]})
+    submit(fresh_project, fresh, annotator_b, {"FM-1.1": [1]})  # they disagree on FM-2.1
     expect(o, "post", f"{api}/rounds/{round_id}/close/", 200)
     expect(o, "post", f"{api}/rounds/{round_id + 99}/close/", 404)
+
+    # The round's disagreements: read them (its annotators too, now it is closed), settle one.
+    threads = expect(a, "get", f"{api}/rounds/{round_id}/threads/", 200).json()
+    assert [(t["mode"], [p["chose"] for p in t["positions"]]) for t in threads] == [("FM-2.1", [True, False])]
+    thread_url = f"{api}/threads/{threads[0]['id']}/decision/"
+    expect(j, "get", f"{api}/rounds/{round_id + 99}/threads/", 404)
+    expect(o, "post", thread_url, 400, {"decision": "guideline", "text": ""})
+    expect(o, "post", thread_url, 400, {"decision": "nonsense"})
+    expect(a, "post", thread_url, 403, {"decision": "annotator_error"})
+    decided = expect(j, "post", thread_url, 200, {"decision": "guideline", "text": "Resets only."}).json()
+    assert (decided["decision"], decided["decided_by"]) == ("guideline", "ada-adjudicator")
+    expect(
+        o, "post", f"{api}/threads/{threads[0]['id'] + 999}/decision/", 404, {"decision": "annotator_error"}
+    )
 
     # Adjudication: the queue, claim, read, a stale decision, a decision, reopen.
     expect(j, "get", f"{api}/adjudication/", 200)
@@ -243,9 +269,50 @@ def test_every_operation_answers_its_documented_shapes(
     expect(o, "post", f"{api}/llm-runs/{run.pk}/stop/", 409)
     expect(a, "get", f"{api}/llm-settings/", 403)
 
+    # Proposed modes: record one on a trace (its annotator), list them grouped, settle some (owners).
+    proposals = f"{api}/traces/{trace.pk}/proposals/"
+    proposal = expect(a, "post", proposals, 201, {"text": "Loops on one tool", "steps": [1]}).json()
+    expect(a, "post", proposals, 400, {"text": " "})
+    expect(a, "post", proposals, 400, {"steps": "x"})
+    expect(a, "get", proposals, 200)
+    expect(j, "get", f"{api}/proposals/", 200)
+    expect(o, "get", f"{api}/proposals/?status=maybe", 400)
+    declined = {"proposals": [proposal["id"]], "status": "declined", "outcome": "FM-1.3 covers it"}
+    expect(j, "post", f"{api}/proposals/settle/", 403, declined)
+    expect(o, "post", f"{api}/proposals/settle/", 400, {**declined, "proposals": [proposal["id"] + 99]})
+    expect(o, "post", f"{api}/proposals/settle/", 200, declined)
+
     # The rounds' agreement trend (owners, adjudicators, viewers).
     expect(j, "get", f"{api}/rounds/trend/", 200)
     expect(a, "get", f"{api}/rounds/trend/", 403)
+
+    # Gold calibration: settings and items (owners), scores, a calibration item and its gold after submit.
+    gold_trace = project_trace(project)
+    submit(project, gold_trace, annotator_a, {"FM-1.1": [1]})
+    submit(project, gold_trace, _second_rater(project), {"FM-1.1": [2]})
+    do_check_trace(project.pk, gold_trace.pk)
+    carl = UserFactory(username="carl-calibrating")
+    Membership.objects.create(project=project, user=carl, role="annotator")
+    c = _as(carl)
+    expect(o, "get", f"{api}/calibration/", 200)
+    expect(o, "patch", f"{api}/calibration/", 200, {"qualification_size": 2, "min_kappa": 0.4})
+    expect(o, "patch", f"{api}/calibration/", 400, {"rate": 0.9})
+    expect(a, "patch", f"{api}/calibration/", 403, {"rate": 0.1})
+    expect(o, "post", f"{api}/calibration/items/", 400, {"trace_ids": [trace.pk]})  # disputed: no gold yet
+    expect(o, "post", f"{api}/calibration/items/", 200, {"all": True})
+    expect(a, "post", f"{api}/calibration/items/", 403, {"all": True})
+    cal = expect(c, "post", f"{api}/assignments/next/", 200).json()
+    assert cal["purpose"] is None  # a gold item looks like any other until it is submitted
+    expect(c, "get", f"{api}/assignments/{cal['id']}/gold/", 403)
+    expect(c, "post", f"{api}/assignments/{cal['id']}/submit/", 200, {"version": 0, "no_failure": True})
+    listed = expect(c, "get", f"{api}/assignments/?status=submitted", 200).json()
+    rows = listed["results"] if isinstance(listed, dict) else listed
+    assert {row["id"]: row["purpose"] for row in rows}[cal["id"]] == "calibration"
+    expect(c, "get", f"{api}/assignments/{cal['id']}/gold/", 200)
+    expect(a, "get", f"{api}/assignments/{slot.pk}/gold/", 404)
+    expect(c, "post", f"{api}/assignments/next/", 403)  # one item done of a qualification set of two
+    expect(c, "get", f"{api}/calibration/?annotator=carl-calibrating", 200)
+    expect(x, "get", f"{api}/calibration/", 404)
 
     # Taxonomy migrations (owners; last, since applying moves the project to a new taxonomy version).
     changes = {"changes": [{"op": "rename", "code": "FM-1.1", "new_code": "FM-1.1r"}]}

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from annotator.models import Assignment, Mention, Thread
+from annotator.models import Assignment, Comment, Mention, Thread
 from annotator.services.rounds import TraceChoice, do_close_round, do_open_round
 from tests.factories import UserFactory, add_member
 from tests.labels import project_trace, submit
+
+HTMX = {"HX-Request": "true"}
 
 
 @pytest.fixture
@@ -28,6 +30,7 @@ def test_an_annotator_joins_the_discussion_only_after_submitting(
     response = client.post(
         url(project, trace),
         {"body": "Step 2 is the real failure, @ben-annotator?", "mode": "FM-1.1", "step": "2"},
+        headers=HTMX,
     )
     assert response.status_code == 200 and "Step 2 is the real failure" in response.content.decode()
     Assignment.objects.get_or_create(project=project, trace=trace, annotator=annotator_a)
@@ -57,11 +60,80 @@ def test_mentions_notify_members_only_and_the_mentions_page_marks_them_read(
 
 def test_a_refused_comment_says_why_in_the_form(client, project, trace, owner):
     client.force_login(owner)
-    response = client.post(url(project, trace), {"body": "look", "step": "99"})
+    response = client.post(url(project, trace), {"body": "look", "step": "99"}, headers=HTMX)
     assert response.status_code == 400
     assert "not a step of this trace (steps #0 to #5)" in response.content.decode()
-    assert client.post(url(project, trace), {"body": "  "}).status_code == 400
+    assert client.post(url(project, trace), {"body": "  "}, headers=HTMX).status_code == 400
     assert not Thread.objects.exists()
+
+
+def test_a_plain_comment_form_goes_back_to_its_page_with_the_outcome(
+    client, project, annotator_a, annotator_b, owner
+):
+    """The round's disagreements page posts a plain form: the answer is that page again (not a bare
+    fragment), with "Comment added." or why not; `next` only ever leads back into this project."""
+    traces = [project_trace(project, n_steps=6) for _ in range(2)]
+    round_ = do_open_round(
+        project,
+        name="Round 1",
+        annotators=[annotator_a.username, annotator_b.username],
+        choice=TraceChoice(ids=tuple(t.pk for t in traces)),
+    )
+    for t in traces:
+        submit(project, t, annotator_a, {"FM-1.1": [1]})
+        submit(project, t, annotator_b, {"FM-1.1": [1], "FM-2.1": [4]} if t == traces[0] else {"FM-1.1": [1]})
+    do_close_round(round_)
+    page_url = f"/p/{project.slug}/rounds/{round_.pk}/discussion/"
+    client.force_login(annotator_a)
+    page = client.get(page_url).content.decode()
+    thread = Thread.objects.get()
+    assert f'name="next" value="{page_url}#thread-{thread.pk}"' in page
+    response = client.post(
+        url(project, traces[0]),
+        {"body": "Step 4 is a retry, not a reset.", "mode": "FM-2.1", "step": "4", "next": page_url},
+        follow=True,
+    )
+    assert response.redirect_chain == [(page_url, 302)]
+    page = response.content.decode()
+    assert "Comment added." in page and "Step 4 is a retry, not a reset." in page and "step #4" in page
+    response = client.post(
+        url(project, traces[0]), {"body": "see", "step": "99", "next": page_url}, follow=True
+    )
+    assert response.redirect_chain == [(page_url, 302)]
+    assert "The comment was not added: Step “99” is not a step of this trace" in response.content.decode()
+    for elsewhere in ("https://evil.example/p/x/", "//evil.example/", "/p/other-project/"):
+        response = client.post(url(project, traces[0]), {"body": "again", "next": elsewhere})
+        assert response.status_code == 302 and response["Location"] == f"/p/{project.slug}/"
+    assert thread.comments.count() == 1
+    assert Comment.objects.filter(thread__trace=traces[0], thread__mode=None).count() == 3
+
+
+def test_an_annotator_finds_the_disagreements_of_their_closed_rounds_in_their_queue(
+    client, project, annotator_a, annotator_b
+):
+    traces = [project_trace(project, n_steps=6) for _ in range(2)]
+    round_ = do_open_round(
+        project,
+        name="Round 1",
+        annotators=[annotator_a.username, annotator_b.username],
+        choice=TraceChoice(ids=tuple(t.pk for t in traces)),
+    )
+    client.force_login(annotator_a)
+    page = client.get(f"/p/{project.slug}/").content.decode()
+    assert "Round 1</b>" in page and "open: its traces are in your queue" in page
+    for t in traces:
+        submit(project, t, annotator_a, {"FM-1.1": [1]})
+        submit(project, t, annotator_b, {"FM-2.1": [2]})  # two disagreements per trace
+    do_close_round(round_)
+    Thread.objects.filter(trace=traces[1], mode__code="FM-1.1").update(decision="annotator_error")
+    page = client.get(f"/p/{project.slug}/").content.decode()
+    assert (
+        f'href="/p/{project.slug}/rounds/{round_.pk}/discussion/">Round 1: 4 disagreements to discuss' in page
+    )
+    assert "(3 undecided)" in page
+    # A trace they are blind on again (a re-check reopened it, say) hides its threads from the count.
+    Assignment.objects.filter(trace=traces[0], annotator=annotator_a).update(status="in_progress")
+    assert "Round 1: 2 disagreements to discuss" in client.get(f"/p/{project.slug}/").content.decode()
 
 
 def test_outsiders_and_viewers_see_no_discussion(client, project, trace, outsider):
@@ -145,3 +217,40 @@ def test_a_mention_never_carries_a_comment_to_someone_still_blind_on_the_trace(
     Assignment.objects.filter(trace=trace, annotator=annotator_a).update(status="in_progress")
     client.force_login(annotator_a)
     assert "now you may read this" not in client.get("/mentions/").content.decode()
+
+
+def test_the_api_shows_a_rounds_disagreements_to_its_annotators_only_once_it_is_closed(
+    project, annotator_a, annotator_b, owner
+):
+    from rest_framework.test import APIClient
+
+    traces = [project_trace(project, n_steps=6) for _ in range(2)]
+    round_ = do_open_round(
+        project,
+        name="Round 1",
+        annotators=[annotator_a.username, annotator_b.username],
+        choice=TraceChoice(ids=tuple(t.pk for t in traces)),
+    )
+    for t in traces:
+        submit(project, t, annotator_a, {"FM-1.1": [1]})
+        submit(project, t, annotator_b, {"FM-1.1": [1], "FM-2.1": [4]} if t == traces[0] else {"FM-1.1": [1]})
+    api = APIClient()
+    url = f"/api/projects/{project.slug}/rounds/{round_.pk}/threads/"
+    api.force_authenticate(annotator_a)
+    assert api.get(url).json() == []  # open: nothing tells who disagreed yet
+    do_close_round(round_)
+    [thread] = api.get(url).json()
+    assert (thread["trace"], thread["mode"], thread["decision"]) == (traces[0].external_id, "FM-2.1", "")
+    assert thread["positions"] == [
+        {"username": annotator_a.username, "chose": False, "steps": []},
+        {"username": annotator_b.username, "chose": True, "steps": [4]},
+    ]
+    viewer = add_member(project, UserFactory(username="vic-viewer"), "viewer").user
+    api.force_authenticate(viewer)
+    assert api.get(url).status_code == 403
+    api.force_authenticate(owner)
+    decision = f"/api/projects/{project.slug}/threads/{thread['id']}/decision/"
+    answer = api.post(decision, {"decision": "guideline", "text": "Resets only."}, format="json").json()
+    assert answer["decision_text"] == "Resets only." and answer["decided_by"] == owner.username
+    project.refresh_from_db()
+    assert "Resets only." in project.guidelines

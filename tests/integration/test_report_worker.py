@@ -29,12 +29,12 @@ def test_reports_are_computed_by_the_worker_and_stored(project, annotator_a, ann
     from django.core.cache import cache
 
     from annotator.models import AgreementReport
-    from annotator.services import reports
+    from annotator.services import followups, reports
     from tests.labels import project_trace, submit
 
     assert not current_app.conf.task_always_eager
     settings.AGREEMENT_DEBOUNCE_SECONDS = 5  # long enough to gather the burst below, short for a test
-    cache.delete(reports._debounce_key(project.pk))
+    cache.delete(followups.refresh_debounce_key(project.pk))
     for k in range(8):
         trace = project_trace(project)
         submit(project, trace, annotator_a, {"FM-1.1": [1], **({"FM-2.1": [2]} if k % 3 else {})})

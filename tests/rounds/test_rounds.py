@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotator.models import Assignment, CalibrationRound
+from annotator.models import AgreementReport, Assignment, CalibrationRound
 from annotator.services.assignment import do_assign
 from annotator.services.rounds import RoundError, TraceChoice, do_close_round, do_open_round, round_trend
 from tests.factories import UserFactory, add_member
@@ -162,6 +162,38 @@ def test_the_page_opens_and_closes_rounds_for_owners_and_is_closed_to_annotators
     client.force_login(annotator_a)
     assert client.get(f"/p/{project.slug}/rounds/").status_code == 403
     assert client.post(f"/p/{project.slug}/rounds/{round_.pk}/close/").status_code == 403
+
+
+def test_the_trend_polls_while_a_closed_rounds_report_is_computed_and_shows_a_failure(
+    client, project, traces, owner, annotator_a, annotator_b
+):
+    """With a real worker the report is still queued when the owner lands back on the page: the trend says
+    so and polls (htmx) until the round's column can be shown; a failed report says why."""
+    names = [annotator_a.username, annotator_b.username]
+    round_ = do_open_round(project, name="Round 1", annotators=names, choice=TraceChoice(where=("round=R1",)))
+    _label_round(round_, [annotator_a, annotator_b])
+    round_ = do_close_round(round_)
+    AgreementReport.objects.filter(pk=round_.report_id).update(status="queued")
+    client.force_login(owner)
+    page = client.get(f"/p/{project.slug}/rounds/").content.decode()
+    assert 'id="round-trend"' in page and 'hx-trigger="every 2s"' in page
+    assert "Round 1: its report is" in page and ">queued</span>" in page
+    partial = client.get(f"/p/{project.slug}/rounds/", headers={"HX-Request": "true"}).content.decode()
+    assert partial.lstrip().startswith("<section") and 'id="round-trend"' in partial
+    assert "every 2s" in partial and "<html" not in partial
+    AgreementReport.objects.filter(pk=round_.report_id).update(status="succeeded")
+    partial = client.get(f"/p/{project.slug}/rounds/", headers={"HX-Request": "true"}).content.decode()
+    assert (
+        "every 2s" not in partial
+        and "its report is" not in partial
+        and '<th class="num">Round 1</th>' in partial
+    )
+    AgreementReport.objects.filter(pk=round_.report_id).update(
+        status="failed", error="The database went away"
+    )
+    page = client.get(f"/p/{project.slug}/rounds/").content.decode()
+    assert "every 2s" not in page and ">failed</span>" in page and "The database went away" in page
+    assert f'?round={round_.pk}">open the report to compute it again' in page
 
 
 def test_the_api_opens_lists_and_closes_rounds(project, traces, owner, annotator_a, annotator_b, adjudicator):

@@ -1,4 +1,4 @@
-"""The gold summary the database keeps (one packed row per adjudication item, migration 0020) always says
+"""The gold summary the database keeps (one packed row per adjudication item, migration 0021) always says
 what the gold tables say, and the signatures read from it equal the signatures read from the tables,
 after random inserts, edits and deletions of gold labels, items and attributed annotation labels."""
 

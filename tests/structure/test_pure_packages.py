@@ -19,6 +19,7 @@ PURE_MODULES = [
     "annotator.agreement.stats",
     "annotator.agreement.report",
     "annotator.agreement.paper",
+    "annotator.agreement.calibration",
     "annotator.signatures",
     "annotator.llm.parse",
     "annotator.llm.prompt",

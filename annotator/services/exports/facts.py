@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotator.models import AdjudicationItem, Annotation, Project
+from annotator.models import AdjudicationItem, Annotation, Assignment, Project
 from annotator.models.jobs import JobStatus
 from annotator.services import reports
 from annotator.services.exports.dataset import ConfigFiles, ModeColumn
@@ -194,6 +194,7 @@ def gather_facts(
         provenance=label_provenance(
             Annotation.objects.filter(
                 assignment__project=project,
+                assignment__purpose=Assignment.Purpose.WORK,
                 status=Annotation.Status.SUBMITTED,
                 assignment__trace__in=selected_traces(project, options).order_by().values("id"),
             )

@@ -2,7 +2,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("annotator", "0020_gold_summary")]
+    dependencies = [("annotator", "0021_gold_summary")]
 
     operations = [
         migrations.AddField(

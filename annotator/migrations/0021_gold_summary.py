@@ -7,7 +7,7 @@ int8 (item id, trace id, number of gold modes, number of evidence points) and ``
 (ascending) then one (mode id, step, agent id) triple per evidence point, the agent's name in
 ``annotator_agentname`` ("" when no step of the trace has that index).
 
-Triggers on the gold labels and the items keep it (see migration 0019 for why triggers); the steps of a
+Triggers on the gold labels and the items keep it (see migration 0020 for why triggers); the steps of a
 trace are written once, when it is imported, before anyone labels it. A partial index finds the few
 labels that carry an imported attribution (Who&When's agent), which gold points take as their
 "attributed" agent.
@@ -151,7 +151,7 @@ def _run(apps, schema_editor, forward: bool) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("annotator", "0019_label_summary")]
+    dependencies = [("annotator", "0020_label_summary")]
 
     operations = [
         migrations.RunPython(

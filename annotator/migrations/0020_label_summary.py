@@ -4,7 +4,7 @@ Why: the agreement report of a million-trace project read two million annotation
 and their evidence lists through three joins and a JSON expansion (55 s). One narrow row per annotation
 (``annotator_labelsummary``) is read in one sequential pass instead (see
 ``annotator.services.report_data``): besides the columns a query selects on (project, batch, trace,
-annotator, status; version and updated_at for the fingerprint) it holds ``head``, 64 bytes of big-endian
+annotator, the assignment's purpose, status; version and updated_at for the fingerprint) it holds ``head``, 64 bytes of big-endian
 int8 (annotation id, trace id, annotator id, number of labels, primary mode id or -1, number of evidence
 points, version, updated_at in microseconds since the epoch), and ``body``, the label mode ids (ascending)
 then the evidence points as (mode id, step) pairs, all int8; and ``missing``, the missing modes an import
@@ -31,8 +31,8 @@ BEGIN
     -- planned with hash joins and a single edit with index probes.
     EXECUTE $q$
     INSERT INTO annotator_labelsummary AS s (
-        annotation_id, project_id, batch_id, trace_id, annotator_id, status, version, updated_at, head, body,
-        missing)
+        annotation_id, project_id, batch_id, trace_id, annotator_id, purpose, status, version, updated_at, head,
+        body, missing)
     WITH c AS (SELECT DISTINCT u.id FROM unnest($1) AS u(id)),
     lab AS (
         SELECT l.annotation_id, count(*) AS n_modes,
@@ -49,7 +49,8 @@ BEGIN
             CASE WHEN jsonb_typeof(l.evidence) = 'array' THEN l.evidence ELSE '[]'::jsonb END) AS e(value)
         WHERE jsonb_typeof(e.value -> 'step') = 'number' AND (e.value ->> 'step') ~ '^-?[0-9]{1,18}$'
         GROUP BY l.annotation_id)
-    SELECT a.id, g.project_id, t.batch_id, g.trace_id, g.annotator_id, a.status, a.version, a.updated_at,
+    SELECT a.id, g.project_id, t.batch_id, g.trace_id, g.annotator_id, g.purpose, a.status, a.version,
+           a.updated_at,
            int8send(a.id) || int8send(g.trace_id) || int8send(g.annotator_id)
                || int8send(COALESCE(lab.n_modes, 0)) || int8send(COALESCE(lab.primary_mode, -1)::bigint)
                || int8send(COALESCE(ev.n_points, 0)) || int8send(a.version::bigint)
@@ -64,7 +65,7 @@ BEGIN
     LEFT JOIN ev ON ev.annotation_id = a.id
     ON CONFLICT (annotation_id) DO UPDATE SET
         project_id = EXCLUDED.project_id, batch_id = EXCLUDED.batch_id, trace_id = EXCLUDED.trace_id,
-        annotator_id = EXCLUDED.annotator_id, status = EXCLUDED.status, version = EXCLUDED.version,
+        annotator_id = EXCLUDED.annotator_id, purpose = EXCLUDED.purpose, status = EXCLUDED.status, version = EXCLUDED.version,
         updated_at = EXCLUDED.updated_at, head = EXCLUDED.head, body = EXCLUDED.body,
         missing = EXCLUDED.missing
     $q$ USING ids;
@@ -82,13 +83,13 @@ FUNCTIONS = {
     "annotations_written": "PERFORM annotator_labelsummary_refresh(ARRAY(SELECT id FROM changed_new))",
     "annotations_deleted": """
         DELETE FROM annotator_labelsummary s USING changed_old o WHERE s.annotation_id = o.id""",
-    # Only a change of what the summary copies (project, trace, annotator; a trace's batch) refreshes.
+    # Only a change of what the summary copies (project, trace, annotator, purpose; a trace's batch) refreshes.
     "assignments_changed": """
         PERFORM annotator_labelsummary_refresh(ARRAY(
             SELECT a.id FROM changed_new n JOIN changed_old o ON o.id = n.id
             JOIN annotator_annotation a ON a.assignment_id = n.id
-            WHERE (n.project_id, n.trace_id, n.annotator_id) IS DISTINCT FROM
-                  (o.project_id, o.trace_id, o.annotator_id)))""",
+            WHERE (n.project_id, n.trace_id, n.annotator_id, n.purpose) IS DISTINCT FROM
+                  (o.project_id, o.trace_id, o.annotator_id, o.purpose)))""",
     "traces_changed": """
         PERFORM annotator_labelsummary_refresh(ARRAY(
             SELECT a.id FROM changed_new n JOIN changed_old o ON o.id = n.id AND o.batch_id <> n.batch_id
@@ -124,6 +125,7 @@ CREATE TABLE annotator_labelsummary (
     batch_id bigint NOT NULL,
     trace_id bigint NOT NULL,
     annotator_id bigint NOT NULL,
+    purpose varchar(12) NOT NULL,
     status varchar(10) NOT NULL,
     version integer NOT NULL,
     updated_at timestamptz NOT NULL,
@@ -175,7 +177,7 @@ def _run(apps, schema_editor, forward: bool) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("annotator", "0018_report_refresh_support")]
+    dependencies = [("annotator", "0019_gold_calibration")]
 
     operations = [
         migrations.RunPython(

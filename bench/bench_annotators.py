@@ -1,0 +1,627 @@
+"""Annotators benchmark: 50 people claiming, drafting and submitting at once, against gunicorn on PostgreSQL.
+
+    python bench/bench_annotators.py [--annotators 50] [--traces 3000] [--overlap 2]
+        [--saturation 25] [--paced 35] [--pause 2.0] [--workers 3] [--worker-class sync] [--threads 4]
+        [--labels 2] [--no-celery-worker]
+
+Uses its own throwaway database (bench/_setup.py: a uniquely named PostgreSQL database on the DATABASE_URL
+server, dropped at the end). Builds a project (MAST, overlap 2) of --traces synthetic traces and
+--annotators annotators with API tokens, starts gunicorn on a free local port against that database (DEBUG
+off, secrets generated for the run), and drives every annotator in a thread of its own through the API the
+browser's scripts and API clients use: claim next (POST .../assignments/next/), save a draft (PUT
+.../annotation/), submit (POST .../submit/), in a loop.
+
+Two phases: saturation (no pause: cycles per second; goal >= 50) and paced (each annotator pauses --pause
+seconds between actions: p50/p95/p99 per action; goal p95 < 150 ms). Latency is measured twice: by the
+client (request sent to response read, queueing in gunicorn's backlog included) and by the server
+(gunicorn's access log %(D)s, from the worker accepting the request to its response sent). Afterwards SQL
+checks that every submission answered 200 is in the database as submitted (lost: goal 0), and that no trace
+holds more human slots or submitted annotations than its overlap (goal 0); errors (any answer but 200, or no
+answer) goal 0. It also reports the CPU time per cycle of the web workers, the database backends, the Celery
+worker and the client (from /proc): on a machine shared with other jobs, the figure they disturb least.
+
+Background work: with REDIS_URL set (the real deployment), submits enqueue the adjudication check and the
+debounced report refresh on a queue of the run's own, and one Celery worker (solo pool) takes them, on the
+same machine. Without Redis, tasks run inline (eager) in the web process, which is the laptop demo, not a
+deployment; the bench says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import resource
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _setup import ROOT, goal, setup_django, table
+
+CYCLES_GOAL = 50.0
+P95_GOAL_MS = 150.0
+ACTIONS = ("claim", "draft", "submit")
+# Captured before setup_django, which leaves Redis out of the bench process itself.
+REDIS_URL = os.environ.get("REDIS_URL", "")
+
+
+@dataclass
+class Results:
+    """What the client threads record (appends to lists are atomic under the GIL)."""
+
+    latency: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    errors: list[str] = field(default_factory=list)
+    submitted: list[int] = field(default_factory=list)  # assignments whose submit answered 200
+    cycles: int = 0  # submits completed before the phase's stop
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds per process group in the phase
+    empty: int = 0  # annotators whose queue ran dry
+
+
+def build(n_traces: int, overlap: int, n_annotators: int, steps: int) -> tuple[str, list[str], list[str]]:
+    """The project, its traces and annotators; returns (slug, API tokens, failure mode codes)."""
+    from django.contrib.auth import get_user_model
+    from django.db import transaction
+
+    from annotator.models import Membership, Project, Role
+    from annotator.services.api_tokens import do_issue_token
+    from annotator.services.assignment import do_assign
+    from taxonomy.services import load_builtin_taxonomies, resolve_version
+    from traces.models import Batch, Step, Trace
+
+    load_builtin_taxonomies()
+    version = resolve_version("mast")
+    User = get_user_model()
+    with transaction.atomic():
+        project = Project.objects.create(
+            slug="bench", name="Bench", taxonomy_version=version, overlap=overlap
+        )
+        batch = Batch.objects.create(name="bench-annotators")
+        project.batches.add(batch)
+        traces = Trace.objects.bulk_create(
+            Trace(
+                batch=batch,
+                external_id=f"t{i:06d}",
+                content_hash=f"{i:064x}",
+                task=f"Synthetic task {i}",
+                outcome="failure",
+                step_count=steps,
+            )
+            for i in range(n_traces)
+        )
+        Step.objects.bulk_create(
+            (
+                Step(
+                    trace=trace, index=j, kind="message", role="assistant", content=f"step {j} of {trace.pk}"
+                )
+                for trace in traces
+                for j in range(steps)
+            ),
+            batch_size=5000,
+        )
+        users = []
+        for i in range(n_annotators):
+            user = User(username=f"annotator{i:03d}")
+            user.set_unusable_password()  # they use API tokens
+            users.append(user)
+        users = User.objects.bulk_create(users)
+        Membership.objects.bulk_create(
+            Membership(project=project, user=user, role=Role.ANNOTATOR) for user in users
+        )
+    do_assign(project)
+    tokens = [do_issue_token(user, name="bench")[1] for user in users]
+    codes = list(version.modes.order_by("order").values_list("code", flat=True))
+    return project.slug, tokens, codes
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    """gunicorn (and, with Redis, one Celery worker) on the bench database, for the length of the run."""
+
+    def __init__(self, args: argparse.Namespace, workdir: Path):
+        self.port = free_port()
+        self.access_log = workdir / "access.log"
+        self.queue = f"bench-{secrets.token_hex(4)}"
+        self.env = {
+            **os.environ,
+            "DEBUG": "false",
+            "SECRET_KEY": secrets.token_urlsafe(50),
+            "FIELD_ENCRYPTION_KEY": secrets.token_urlsafe(50),
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "LOG_LEVEL": "WARNING",
+            "VAR_DIR": str(workdir),
+            # Connections outlive the run (the default recycles them every 60 s), so the CPU time of the
+            # database backends serving the web workers is counted in full for each phase.
+            "DB_CONN_MAX_AGE": "600",
+        }
+        if REDIS_URL:
+            self.env["REDIS_URL"] = REDIS_URL
+            self.env["CELERY_DEFAULT_QUEUE"] = self.queue
+        else:
+            self.env.pop("REDIS_URL", None)
+        self.env.pop("BENCH_GOALS_FILE", None)
+        venv_bin = Path(sys.executable).parent
+        gunicorn = [
+            str(venv_bin / "gunicorn"),
+            "annotator.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{self.port}",
+            "--workers",
+            str(args.workers),
+            "--worker-class",
+            args.worker_class,
+            "--backlog",
+            "2048",
+            "--access-logfile",
+            str(self.access_log),
+            # Method, path, status and the server's time in microseconds (accept to response sent).
+            "--access-logformat",
+            "%(m)s %(U)s %(s)s %(D)s",
+            "--log-level",
+            "warning",
+        ]
+        if args.worker_class == "gthread":
+            # gthread keeps connections alive (2 s by default): longer than a paced annotator's pause, or
+            # the server closes a connection just as the client reuses it.
+            gunicorn += ["--threads", str(args.threads), "--keep-alive", str(int(3 * args.pause) + 5)]
+        self.procs = [subprocess.Popen(gunicorn, cwd=ROOT, env=self.env, start_new_session=True)]
+        self.celery = bool(REDIS_URL) and not args.no_celery_worker
+        if self.celery:
+            celery = [
+                str(venv_bin / "celery"),
+                "--quiet",
+                "-A",
+                "annotator",
+                "worker",
+                "-P",
+                "solo",
+                "-Q",
+                self.queue,
+                "--loglevel",
+                "WARNING",
+                "--without-mingle",
+                "--without-gossip",
+            ]
+            self.procs.append(subprocess.Popen(celery, cwd=ROOT, env=self.env, start_new_session=True))
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        import httpx
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.procs[0].poll() is not None:
+                raise SystemExit("gunicorn exited before it answered")
+            try:
+                if httpx.get(f"{self.base}/healthz", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise SystemExit(f"gunicorn did not answer on {self.base} within {timeout:.0f} s")
+
+    def log_offset(self) -> int:
+        return self.access_log.stat().st_size if self.access_log.exists() else 0
+
+    def server_times(self, start: int, end: int) -> dict[str, list[float]]:
+        """Server time (ms) per action from the access log between two offsets."""
+        times: dict[str, list[float]] = defaultdict(list)
+        with open(self.access_log, "rb") as fh:
+            fh.seek(start)
+            chunk = fh.read(end - start).decode()
+        for line in chunk.splitlines():
+            parts = line.split()
+            if len(parts) != 4:
+                continue
+            method, path, _status, micros = parts
+            action = _action_of(method, path)
+            if action:
+                times[action].append(int(micros) / 1000)
+        return times
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        if REDIS_URL:
+            _drop_queue(self.queue)
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of one process (Linux /proc), 0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _children(parent: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == parent:
+            found.append(int(entry.name))
+    return found
+
+
+def cpu_snapshot(server: Server) -> dict[str, dict[int, float]]:
+    """CPU seconds so far of the web workers, the database's backends for this run's database, the Celery
+    worker and this process (the client). On a machine shared with other jobs, CPU time per cycle is the
+    figure the load disturbs least; wall-clock latency includes waiting for the other jobs."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        backends = [row[0] for row in cursor.fetchall()]
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    groups = {
+        "web": _children(server.procs[0].pid),
+        "database": backends,
+        "worker": [proc.pid for proc in server.procs[1:]],
+    }
+    snapshot = {name: {pid: _cpu_seconds(pid) for pid in pids} for name, pids in groups.items()}
+    snapshot["client"] = {0: usage.ru_utime + usage.ru_stime}
+    return snapshot
+
+
+def cpu_used(start: dict[str, dict[int, float]], end: dict[str, dict[int, float]]) -> dict[str, float]:
+    """CPU seconds per group between two snapshots (a backend that started meanwhile counts in full)."""
+    return {
+        name: sum(seconds - start[name].get(pid, 0.0) for pid, seconds in pids.items())
+        for name, pids in end.items()
+    }
+
+
+def _drop_queue(queue: str) -> None:
+    """Leave nothing of the run in Redis: its queue (tasks for a dropped database) and the debounce keys."""
+    try:
+        import redis
+
+        client = redis.Redis.from_url(REDIS_URL)
+        client.delete(queue)
+    except Exception as error:  # the bench's figures stand; say what was left behind
+        print(f"note: could not delete the Redis queue {queue}: {error}")
+
+
+def _action_of(method: str, path: str) -> str | None:
+    if method == "POST" and path.endswith("/assignments/next/"):
+        return "claim"
+    if method == "PUT" and path.endswith("/annotation/"):
+        return "draft"
+    if method == "POST" and path.endswith("/submit/"):
+        return "submit"
+    return None
+
+
+def annotator_loop(
+    port: int,
+    slug: str,
+    token: str,
+    codes: list[str],
+    n_labels: int,
+    pause: float,
+    stop: threading.Event,
+    results: Results,
+    seed: int,
+) -> None:
+    """One annotator: claim, draft, submit, again, until the phase stops or the queue is empty.
+
+    The client is the standard library's http.client: 50 threads of a heavier client would take a good
+    share of a 2-core machine from the server being measured. Paced annotators start at a random moment
+    within one pause and pause 0.8-1.2 times --pause, so their requests do not arrive in lockstep."""
+    rng = random.Random(seed)
+    api = f"/api/projects/{slug}/assignments"
+    headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    n = 0
+
+    def call(action: str, method: str, path: str, body: dict | None = None) -> tuple[int, dict] | None:
+        data = json.dumps(body).encode() if body is not None else None
+        started = time.perf_counter()
+        try:
+            conn.request(method, path, body=data, headers=headers)
+            response = conn.getresponse()
+            raw = response.read()
+        except (OSError, http.client.HTTPException) as error:
+            conn.close()
+            results.errors.append(f"{action}: {type(error).__name__}: {error}")
+            return None
+        results.latency[action].append((time.perf_counter() - started) * 1000)
+        if response.status not in (200, 204):
+            results.errors.append(f"{action}: {response.status} {raw[:200]!r}")
+            return None
+        return response.status, (json.loads(raw) if raw else {})
+
+    def rest() -> bool:
+        """Pause between actions; False when the phase is over."""
+        return not stop.wait(pause * rng.uniform(0.8, 1.2)) if pause else not stop.is_set()
+
+    if pause and stop.wait(rng.uniform(0, pause)):
+        return
+    while not stop.is_set():
+        claimed = call("claim", "POST", f"{api}/next/")
+        if claimed is None:
+            if not rest():
+                return
+            continue
+        if claimed[0] == 204:
+            results.empty += 1
+            return
+        assignment = claimed[1]["id"]
+        picked = [codes[(seed + n + k) % len(codes)] for k in range(n_labels)]
+        labels = [{"mode": code, "evidence": [{"step": k}]} for k, code in enumerate(picked)]
+        n += 1
+        if not rest():
+            return
+        draft = call("draft", "PUT", f"{api}/{assignment}/annotation/", {"version": 0, "labels": labels[:1]})
+        if draft is None or not rest():
+            return
+        body = {"version": draft[1]["version"], "labels": labels, "confidence": 4}
+        if call("submit", "POST", f"{api}/{assignment}/submit/", body) is not None:
+            results.submitted.append(assignment)
+        if not rest():
+            return
+
+
+def run_phase(
+    server: Server, slug: str, tokens: list[str], codes: list[str], args, *, seconds: float, pause: float
+) -> tuple[Results, float, dict[str, list[float]]]:
+    results = Results()
+    stop = threading.Event()
+    start_offset = server.log_offset()
+    cpu_start = cpu_snapshot(server)
+    threads = [
+        threading.Thread(
+            target=annotator_loop,
+            args=(server.port, slug, token, codes, args.labels, pause, stop, results, i),
+            daemon=True,
+        )
+        for i, token in enumerate(tokens)
+    ]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    stop.wait(seconds)
+    stop.set()
+    # Cycles are counted until the stop; requests in flight finish (they are checked like any other).
+    cycles_at_stop = len(results.submitted)
+    elapsed = time.perf_counter() - started
+    results.cpu = cpu_used(cpu_start, cpu_snapshot(server))
+    for thread in threads:
+        thread.join(timeout=120)
+    time.sleep(0.3)  # gunicorn writes the access line after the response
+    results.cycles = cycles_at_stop
+    return results, elapsed, server.server_times(start_offset, server.log_offset())
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def checks(slug: str, submitted: list[int]) -> tuple[int, int, int]:
+    """(lost submissions, traces over their overlap in human slots, traces with more submitted annotations
+    than the overlap), from SQL."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id, overlap FROM annotator_project WHERE slug = %s", [slug])
+        project_id, overlap = cursor.fetchone()
+        cursor.execute(
+            """SELECT a.id FROM annotator_assignment a JOIN annotator_annotation n ON n.assignment_id = a.id
+               WHERE a.project_id = %s AND a.status = 'submitted' AND n.status = 'submitted'""",
+            [project_id],
+        )
+        stored = {row[0] for row in cursor.fetchall()}
+        cursor.execute(
+            """SELECT count(*) FROM (SELECT trace_id FROM annotator_assignment WHERE project_id = %s
+               GROUP BY trace_id HAVING count(*) > %s) over""",
+            [project_id, overlap],
+        )
+        over_slots = cursor.fetchone()[0]
+        cursor.execute(
+            """SELECT count(*) FROM (SELECT a.trace_id FROM annotator_assignment a
+               JOIN annotator_annotation n ON n.assignment_id = a.id
+               WHERE a.project_id = %s AND n.status = 'submitted'
+               GROUP BY a.trace_id HAVING count(*) > %s) over""",
+            [project_id, overlap],
+        )
+        over_submitted = cursor.fetchone()[0]
+    return len(set(submitted) - stored), over_slots, over_submitted
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--annotators", type=int, default=50)
+    parser.add_argument("--traces", type=int, default=3000)
+    parser.add_argument("--overlap", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=8, help="steps per synthetic trace")
+    parser.add_argument("--labels", type=int, default=2, help="failure modes per submitted annotation")
+    parser.add_argument("--saturation", type=float, default=25.0, help="seconds of the no-pause phase")
+    parser.add_argument("--paced", type=float, default=35.0, help="seconds of the paced phase")
+    parser.add_argument("--pause", type=float, default=2.0, help="seconds between actions when paced")
+    parser.add_argument("--workers", type=int, default=3, help="gunicorn worker processes")
+    parser.add_argument("--worker-class", choices=("sync", "gthread"), default="sync")
+    parser.add_argument("--threads", type=int, default=4, help="threads per gthread worker")
+    parser.add_argument(
+        "--no-celery-worker", action="store_true", help="with Redis: leave the follow-up tasks queued"
+    )
+    args = parser.parse_args()
+
+    setup_django(need_postgres=True)
+    t0 = time.perf_counter()
+    slug, tokens, codes = build(args.traces, args.overlap, args.annotators, args.steps)
+    print(
+        f"built {args.traces} traces x {args.steps} steps, overlap {args.overlap}, {args.annotators} "
+        f"annotators in {time.perf_counter() - t0:.1f} s"
+    )
+    threads = f" x {args.threads} threads" if args.worker_class == "gthread" else ""
+    background = (
+        "Redis broker, one Celery worker (solo)"
+        if REDIS_URL and not args.no_celery_worker
+        else "Redis broker, no worker (tasks stay queued)"
+        if REDIS_URL
+        else "no Redis: follow-up tasks run inline in the web process (eager, the laptop demo)"
+    )
+    print(f"gunicorn: {args.workers} {args.worker_class} workers{threads}; {background}")
+
+    workdir = Path(tempfile.mkdtemp(prefix="bench-annotators-"))
+    server = Server(args, workdir)
+    try:
+        server.wait_ready()
+        phases = [
+            ("saturation", *run_phase(server, slug, tokens, codes, args, seconds=args.saturation, pause=0)),
+            ("paced", *run_phase(server, slug, tokens, codes, args, seconds=args.paced, pause=args.pause)),
+        ]
+    finally:
+        server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    rows = []
+    for name, results, _elapsed, server_ms in phases:
+        for action in ACTIONS:
+            client = results.latency.get(action, [])
+            srv = server_ms.get(action, [])
+            rows.append(
+                (
+                    name,
+                    action,
+                    len(client),
+                    f"{statistics.median(client):.0f}" if client else "-",
+                    f"{pct(client, 95):.0f}",
+                    f"{pct(client, 99):.0f}",
+                    f"{statistics.median(srv):.1f}" if srv else "-",
+                    f"{pct(srv, 95):.1f}",
+                    f"{pct(srv, 99):.1f}",
+                )
+            )
+    print()
+    print(
+        table(
+            rows,
+            (
+                "phase",
+                "action",
+                "requests",
+                "client p50 ms",
+                "client p95",
+                "client p99",
+                "server p50 ms",
+                "server p95",
+                "server p99",
+            ),
+        )
+    )
+    all_submitted = [a for _, results, _, _ in phases for a in results.submitted]
+    lost, over_slots, over_submitted = checks(slug, all_submitted)
+    errors = [e for _, results, _, _ in phases for e in results.errors]
+    print()
+    summary = []
+    for name, results, elapsed, _ in phases:
+        per_cycle = {group: 1000 * cpu / max(results.cycles, 1) for group, cpu in results.cpu.items()}
+        server_ms = per_cycle["web"] + per_cycle["database"] + per_cycle["worker"]
+        summary.append(
+            (
+                name,
+                f"{elapsed:.1f}",
+                results.cycles,
+                f"{results.cycles / elapsed:.1f}",
+                len(results.errors),
+                f"{per_cycle['web']:.0f}",
+                f"{per_cycle['database']:.0f}",
+                f"{per_cycle['worker']:.0f}",
+                f"{per_cycle['client']:.0f}",
+                f"{2000 / server_ms:.0f}" if server_ms else "-",
+            )
+        )
+    print(
+        table(
+            summary,
+            (
+                "phase",
+                "seconds",
+                "cycles",
+                "cycles/s",
+                "errors",
+                "CPU ms/cycle: web",
+                "database",
+                "celery",
+                "client",
+                "cycles/s if 2 idle cores",
+            ),
+        )
+    )
+    print(
+        "(a cycle: claim + draft + submit; CPU from /proc per process group; the last column is 2 cores' "
+        "worth of CPU divided by the server's CPU per cycle, a ceiling the client and other jobs lower)"
+    )
+    if any(results.empty for _, results, _, _ in phases):
+        print("note: some annotators' queues ran dry (raise --traces)")
+    for error in sorted(set(errors))[:10]:
+        print(f"error: {error}")
+    print(f"submissions answered 200: {len(all_submitted)}; checked in SQL after the run")
+    print()
+
+    _, saturation, seconds, _ = phases[0]
+    rate = saturation.cycles / seconds
+    goal("cycles/s at saturation", f"{rate:.1f}", f">= {CYCLES_GOAL:.0f}", rate >= CYCLES_GOAL)
+    _, paced, _, paced_server = phases[1]
+    for action in ACTIONS:
+        p95 = pct(paced.latency.get(action, []), 95)
+        server_p95 = pct(paced_server.get(action, []), 95)
+        goal(
+            f"paced {action} p95",
+            f"{p95:.0f} ms client ({server_p95:.0f} ms server)",
+            f"< {P95_GOAL_MS:.0f} ms client",
+            p95 < P95_GOAL_MS,
+        )
+    goal("errors", str(len(errors)), "0", not errors)
+    goal("lost submissions", str(lost), "0", lost == 0)
+    goal("traces over their overlap", str(over_slots + over_submitted), "0", over_slots + over_submitted == 0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
