@@ -105,6 +105,26 @@ def killable_worker():
         worker.stop()
 
 
+@pytest.fixture(autouse=True)
+def workers_idle_at_the_end():
+    """The test's teardown empties every table (TRUNCATE); a worker still finishing what a test started (a
+    resumed job's follow-ups, a debounced report refresh) would deadlock with it and leave rows for the next
+    test. So each test ends when no worker has a task running, reserved or scheduled."""
+    yield
+    from annotator.celery import app
+
+    def idle() -> bool:
+        inspect = app.control.inspect(timeout=1.0)
+        for tasks in (inspect.active(), inspect.reserved(), inspect.scheduled()):
+            if tasks is None:  # no worker answered: nothing can be running
+                continue
+            if any(tasks.values()):
+                return False
+        return True
+
+    wait_for(idle, timeout=120, what="the workers to finish what the test started")
+
+
 @pytest.fixture
 def fast_reconcile(settings):
     settings.JOB_HEARTBEAT_TIMEOUT = 5
