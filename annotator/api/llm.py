@@ -23,6 +23,7 @@ from annotator.access import MANAGE_ROLES, access_assignment, access_project
 from annotator.api.errors import ErrorSerializer, error_response
 from annotator.api.signature_serializers import EstimateSerializer
 from annotator.models import LLMRun
+from annotator.services.enqueue import is_eager
 from annotator.services.llm_agreement import llm_agreement
 from annotator.services.llm_labeller import messages_for
 from annotator.services.llm_opinion import llm_opinions_for
@@ -331,6 +332,7 @@ class LLMRunList(APIView):
                 limit=body.validated_data.get("limit"),
                 model=body.validated_data.get("model") or None,
                 actor=request.user,
+                background=is_eager(),  # no worker: answer at once, the run goes on in this process
             )
         except LLMRunError as error:
             return error_response(str(error), status=status.HTTP_400_BAD_REQUEST)
@@ -364,7 +366,7 @@ class LLMRunResume(APIView):
         run = get_object_or_404(
             LLMRun.objects.select_related("batch", "prompt", "rater"), project=project, pk=run_id
         )
-        if not do_resume_run(run):
+        if not do_resume_run(run, background=is_eager()):
             return error_response(f"Run {run.pk} is {run.status_label}", status=status.HTTP_409_CONFLICT)
         run.refresh_from_db()
         return Response(

@@ -94,3 +94,32 @@ def test_without_a_worker_start_run_answers_at_once_and_runs_in_the_background(
     assert finished.wait(timeout=60)
     started.refresh_from_db()
     assert (started.status, started.done) == ("succeeded", 3)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_a_worker_the_api_starts_a_run_that_goes_on_in_the_background(
+    client, project, owner, traces, llm_config, chat_server, monkeypatch
+):
+    assert is_eager()  # no worker, as in the default install
+    release, finished = threading.Event(), threading.Event()
+    real = llm_runs.do_process_run
+
+    def held(run_id, **options):
+        release.wait(timeout=30)  # the request must answer before any trace is labelled
+        try:
+            return real(run_id, **options)
+        finally:
+            finished.set()
+
+    monkeypatch.setattr(llm_runs, "do_process_run", held)
+    chat_server.push(*[answer(GOOD)] * 3)
+    client.force_login(owner)
+    response = client.post(
+        f"/api/projects/{project.slug}/llm-runs/", {"batch": "run-1"}, content_type="application/json"
+    )
+    assert response.status_code == 202 and response.json()["status"] == "queued"
+    started = LLMRun.objects.get()
+    release.set()
+    assert finished.wait(timeout=60)
+    started.refresh_from_db()
+    assert (started.status, started.done) == ("succeeded", 3)
