@@ -45,8 +45,16 @@ def _pair(a: int, b: int) -> tuple[int, int]:
 class _State:
     """Holders per trace, load per candidate and shared-trace counts per pair, kept in step."""
 
-    def __init__(self, annotators: Sequence[int], existing: Iterable[tuple[int, int]]):
+    def __init__(
+        self,
+        annotators: Sequence[int],
+        existing: Iterable[tuple[int, int]],
+        unavailable: Iterable[tuple[int, int]] = (),
+    ):
         self.annotators = list(annotators)
+        self.barred: dict[int, set[int]] = defaultdict(set)
+        for trace, annotator in unavailable:
+            self.barred[trace].add(annotator)
         self.rank = {a: i for i, a in enumerate(self.annotators)}
         self.active = set(self.annotators)
         self.holders: dict[int, set[int]] = defaultdict(set)
@@ -75,7 +83,7 @@ class _State:
 
     def pick(self, trace: int, position: int) -> int | None:
         """The best new annotator for `trace`: least loaded, then fewest shared traces, then rotation."""
-        on_trace = self.holders[trace]
+        on_trace = self.holders[trace] | self.barred[trace]
         candidates = [a for a in self.annotators if a not in on_trace]
         if not candidates:
             return None
@@ -93,6 +101,7 @@ def plan_assignments(
     overlap: int,
     existing: Iterable[tuple[int, int]] = (),
     movable: Iterable[tuple[int, int]] = (),
+    unavailable: Iterable[tuple[int, int]] = (),
 ) -> Plan:
     """Plan the slots to create (and movable slots to hand over) so that every trace in `trace_ids` has
     `min(overlap, len(annotator_ids))` annotators.
@@ -100,13 +109,15 @@ def plan_assignments(
     `existing` holds every (trace, annotator) slot that stays, of anyone (annotators who left and imported
     labellers count as holders but never receive work); `movable` is the subset of `existing` that may be
     handed to another candidate to balance the load. `annotator_ids` are the candidates for new work.
+    `unavailable` holds (trace, annotator) pairs that must not receive that trace although they are no
+    holders (an annotator who saw its gold answer as a calibration item).
     """
     annotators = sorted(set(annotator_ids))
     target = min(overlap, len(annotators))
     if target <= 0:
         return Plan(add=(), remove=())
     initial = set(existing)
-    state = _State(annotators, initial)
+    state = _State(annotators, initial, unavailable)
     planned: set[tuple[int, int]] = set()
     for position, trace in enumerate(trace_ids):
         while len(state.holders[trace]) < target:
@@ -148,7 +159,7 @@ def _rebalance(state: _State, movable: set[tuple[int, int]]) -> None:
 def _best_move(state: _State, traces: list[int], receiver: int) -> int | None:
     best, best_key = None, None
     for trace in traces[-_MOVE_SCAN:]:
-        if receiver in state.holders[trace]:
+        if receiver in state.holders[trace] or receiver in state.barred[trace]:
             continue
         key = state.shared(receiver, state.holders[trace] & state.active)
         if best_key is None or key < best_key:

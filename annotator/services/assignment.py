@@ -83,7 +83,17 @@ def do_assign(project: Project) -> int:
             and calibration_round is None
             and (reserved is None or reserved < now)
         ]
-        plan = plan_assignments(trace_ids, annotator_ids(project), project.overlap, existing, movable)
+        # Someone who saw a trace's gold as a calibration item can never label it for real (one slot per
+        # trace and annotator): the plan must choose someone else rather than lose the slot.
+        calibrated = Assignment.objects.filter(project=project, purpose=Assignment.Purpose.CALIBRATION)
+        plan = plan_assignments(
+            trace_ids,
+            annotator_ids(project),
+            project.overlap,
+            existing,
+            movable,
+            unavailable=calibrated.values_list("trace_id", "annotator_id"),
+        )
         failed = _remove_movable([(ids[(s.trace_id, s.annotator_id)], s.trace_id) for s in plan.remove], now)
         new = []
         for slot in plan.add:

@@ -100,3 +100,10 @@ def test_it_returns_plain_frozen_values():
     assert plan.add == (Slot(1, 1), Slot(1, 2))
     with pytest.raises(AttributeError):
         plan.add[0].trace_id = 3
+
+
+def test_an_unavailable_annotator_is_never_planned_on_that_trace():
+    plan = plan_assignments([1, 2, 3], [10, 20, 30], 2, unavailable=[(1, 10), (2, 10)])
+    holders = {(s.trace_id, s.annotator_id) for s in plan.add}
+    assert (1, 10) not in holders and (2, 10) not in holders
+    assert all(sum(1 for t, _ in holders if t == trace) == 2 for trace in (1, 2, 3))

@@ -185,6 +185,22 @@ def test_do_assign_neither_counts_nor_moves_calibration_slots(project, calibrate
     assert slot.annotator == carl and slot.purpose == CAL
 
 
+def test_raising_the_overlap_never_gives_a_gold_trace_to_whoever_calibrated_on_it(project, calibrated, carl):
+    do_configure(project, qualification_size=3)
+    seen = [do_claim_next(project, carl).trace_id for _ in range(3)]
+    assert sorted(seen) == sorted(t.pk for t in calibrated)
+    dana = UserFactory(username="dana-new")
+    add_member(project, dana, "annotator")
+    project.overlap = 3
+    project.save(update_fields=["overlap"])
+    do_assign(project)
+    for trace in calibrated:
+        real = Assignment.objects.work().filter(project=project, trace=trace)
+        assert real.count() == 3, "the trace got its third annotator"
+        assert not real.filter(annotator=carl).exists()
+        assert real.filter(annotator=dana).exists()
+
+
 def _everything(project, client, owner) -> dict:
     """What reports, the adjudication queue, signatures and exports make of the project."""
     from annotator.services.exports.dataset import mode_columns
