@@ -67,16 +67,16 @@ def test_a_clean_run_is_succeeded(client, project, owner, traces, llm_config, ch
     assert '<span class="pill good run-verdict">succeeded</span>' in card(client, project, done)
 
 
-@pytest.mark.django_db(transaction=True)
-def test_without_a_worker_start_run_answers_at_once_and_runs_in_the_background(
-    client, project, owner, traces, llm_config, chat_server, monkeypatch
-):
-    assert is_eager()  # no worker, as in the default install
+@pytest.fixture
+def held_run(chat_server, monkeypatch):
+    """No worker, as in the default install; the run, once started in the background, waits for
+    `release` (so the request must answer before any trace is labelled) and sets `finished` when done."""
+    assert is_eager()
     release, finished = threading.Event(), threading.Event()
     real = llm_runs.do_process_run
 
     def held(run_id, **options):
-        release.wait(timeout=30)  # the request must answer before any trace is labelled
+        release.wait(timeout=30)
         try:
             return real(run_id, **options)
         finally:
@@ -84,6 +84,14 @@ def test_without_a_worker_start_run_answers_at_once_and_runs_in_the_background(
 
     monkeypatch.setattr(llm_runs, "do_process_run", held)
     chat_server.push(*[answer(GOOD)] * 3)
+    return release, finished
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_a_worker_start_run_answers_at_once_and_runs_in_the_background(
+    client, project, owner, traces, llm_config, held_run
+):
+    release, finished = held_run
     client.force_login(owner)
     response = client.post(f"/p/{project.slug}/llm/runs/", {"batch": "run-1"}, HTTP_HX_REQUEST="true")
     assert response.status_code == 200
@@ -98,21 +106,9 @@ def test_without_a_worker_start_run_answers_at_once_and_runs_in_the_background(
 
 @pytest.mark.django_db(transaction=True)
 def test_without_a_worker_the_api_starts_a_run_that_goes_on_in_the_background(
-    client, project, owner, traces, llm_config, chat_server, monkeypatch
+    client, project, owner, traces, llm_config, held_run
 ):
-    assert is_eager()  # no worker, as in the default install
-    release, finished = threading.Event(), threading.Event()
-    real = llm_runs.do_process_run
-
-    def held(run_id, **options):
-        release.wait(timeout=30)  # the request must answer before any trace is labelled
-        try:
-            return real(run_id, **options)
-        finally:
-            finished.set()
-
-    monkeypatch.setattr(llm_runs, "do_process_run", held)
-    chat_server.push(*[answer(GOOD)] * 3)
+    release, finished = held_run
     client.force_login(owner)
     response = client.post(
         f"/api/projects/{project.slug}/llm-runs/", {"batch": "run-1"}, content_type="application/json"
