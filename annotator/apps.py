@@ -6,14 +6,8 @@ class AnnotatorConfig(AppConfig):
     name = "annotator"
     verbose_name = "Annotation workflow"
 
-    def ready(self) -> None:
-        # The Celery app and its tasks are registered once Django is ready (the package itself stays
-        # empty so the pure modules import without Django): services enqueue by task name through
-        # annotator.services.enqueue, which looks the name up in this registry.
-        from annotator import (
-            celery,  # noqa: F401
-            tasks,  # noqa: F401
-        )
+    # No ready(): the Celery app and its tasks load on the first enqueue (annotator.services.enqueue.
+    # celery_app), so a management command that sends no task never imports Celery, kombu or redis.
 
 
 class OperatorsAdminConfig(admin_apps.AdminConfig):

@@ -33,7 +33,9 @@ def _eager_celery_outside_integration(request):
     if request.node.get_closest_marker("integration"):
         yield
         return
-    from annotator.celery import app
+    from annotator.services.enqueue import celery_app
+
+    app = celery_app()
 
     eager = app.conf.task_always_eager
     app.conf.task_always_eager = True

@@ -31,7 +31,9 @@ def require_worker() -> None:
 
     if not settings.REDIS_URL:
         missing("Redis", "Set REDIS_URL=redis://127.0.0.1:6379/0 and start `make worker`.")
-    from annotator.celery import app
+    from annotator.services.enqueue import celery_app
+
+    app = celery_app()
 
     try:
         replies = app.control.ping(timeout=2.0)

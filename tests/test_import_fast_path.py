@@ -181,14 +181,19 @@ def test_a_plain_step_reads_the_same_on_both_paths():
 
 
 def test_the_import_commands_start_without_the_export_report_and_llm_code():
-    """Start-up: no system checks, and registering the Celery tasks loads none of the services they call
-    (the export code and pyarrow, the LLM client), while every task is still registered by name."""
+    """Start-up: no system checks; loading the import commands loads neither Celery (with kombu and redis)
+    nor numpy, which a one-trace import never needs; and registering the Celery tasks on the first send
+    loads none of the services they call (the export code and pyarrow, the LLM client), while every task is
+    still registered by name."""
     code = (
         "import sys, django; django.setup()\n"
         "from django.core.management import load_command_class\n"
         "for name in ('import_traces', 'import_annotations'):\n"
         "    assert load_command_class('annotator', name).requires_system_checks == [], name\n"
-        "from annotator.celery import app\n"
+        "early = sorted(m for m in ('celery', 'kombu', 'redis', 'numpy') if m in sys.modules)\n"
+        "assert not early, early\n"
+        "from annotator.services.enqueue import celery_app\n"
+        "app = celery_app()\n"
         "assert {'annotator.run_import_job', 'annotator.exports.run', 'annotator.llm.run',\n"
         "        'annotator.jobs.reconcile'} <= set(app.tasks), sorted(app.tasks)\n"
         "heavy = ('pyarrow', 'datasets', 'annotator.llm.client', 'annotator.services.exports')\n"

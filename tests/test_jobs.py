@@ -11,13 +11,14 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from annotator.celery import app
 from annotator.models import AdjudicationItem, AgreementReport, ImportJob
 from annotator.services import enqueue, jobs
 from annotator.services.imports import do_run_import_job
 from tests.labels import project_trace, submit
 from traces.importers.synthetic import native_lines, synthetic_traces
 from traces.models import Trace
+
+app = enqueue.celery_app()
 
 
 def native_upload(n: int = 3) -> SimpleUploadedFile:

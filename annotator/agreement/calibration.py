@@ -18,11 +18,8 @@ Formulas (docs/calibration.md names them too):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-
-import numpy as np
-from numpy.typing import ArrayLike
 
 Z95 = 1.959963984540054
 KAPPA_SE_FORMULA = "Cohen (1960) approximate SE: sqrt(p_o(1-p_o) / (n(1-p_e)^2)); interval kappa ± z·SE"
@@ -113,21 +110,24 @@ def mode_score(mode: str, counts: Counts, z: float = Z95) -> ModeScore:
     )
 
 
-def score(chosen: ArrayLike, gold: ArrayLike, modes: Sequence[str], z: float = Z95) -> CalibrationScores:
-    """Scores of one annotator: `chosen` and `gold` are items x modes booleans, columns named by `modes`."""
-    yours = np.asarray(chosen, dtype=bool).reshape(-1, len(modes))
-    truth = np.asarray(gold, dtype=bool).reshape(-1, len(modes))
-    if yours.shape != truth.shape:
-        raise ValueError(f"chosen {yours.shape} and gold {truth.shape} differ in shape")
-    tp = (yours & truth).sum(axis=0)
-    fp = (yours & ~truth).sum(axis=0)
-    fn = (~yours & truth).sum(axis=0)
-    tn = (~yours & ~truth).sum(axis=0)
-    per_mode = tuple(
-        mode_score(code, Counts(int(tp[j]), int(fp[j]), int(fn[j]), int(tn[j])), z)
-        for j, code in enumerate(modes)
-    )
-    pooled = Counts(int(tp.sum()), int(fp.sum()), int(fn.sum()), int(tn.sum()))
-    return CalibrationScores(
-        n_items=int(yours.shape[0]), modes=per_mode, overall=mode_score("overall", pooled, z)
-    )
+def score(
+    chosen: Iterable[Sequence[bool]], gold: Iterable[Sequence[bool]], modes: Sequence[str], z: float = Z95
+) -> CalibrationScores:
+    """Scores of one annotator: `chosen` and `gold` are items x modes booleans, columns named by `modes`.
+
+    Plain Python rather than numpy: a calibration set is tens of items, and this module is imported by the
+    claim path, so numpy here would cost every command and worker its import at start-up."""
+    yours = [[bool(v) for v in row] for row in chosen]
+    truth = [[bool(v) for v in row] for row in gold]
+    width = len(modes)
+    if len(yours) != len(truth) or any(len(row) != width for row in (*yours, *truth)):
+        raise ValueError(
+            f"chosen ({len(yours)} items) and gold ({len(truth)} items) must both be items x {width} modes"
+        )
+    tallies = [[0, 0, 0, 0] for _ in modes]  # tp, fp, fn, tn per mode
+    for mine, right in zip(yours, truth, strict=True):
+        for j in range(width):
+            tallies[j][(0 if mine[j] else 2) + (0 if right[j] else 1)] += 1
+    per_mode = tuple(mode_score(code, Counts(*tallies[j]), z) for j, code in enumerate(modes))
+    pooled = Counts(*(sum(t[k] for t in tallies) for k in range(4)))
+    return CalibrationScores(n_items=len(yours), modes=per_mode, overall=mode_score("overall", pooled, z))

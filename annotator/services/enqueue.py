@@ -14,25 +14,44 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from functools import cache
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
-from kombu.exceptions import OperationalError as BrokerError
-from redis.exceptions import RedisError
 
-from annotator.celery import app
+if TYPE_CHECKING:
+    from celery import Celery
 
 log = logging.getLogger(__name__)
 
-# What a broker that is down or unreachable raises from apply_async (kombu wraps most of them).
-BROKER_ERRORS: tuple[type[BaseException], ...] = (BrokerError, RedisError, OSError)
+
+@cache
+def celery_app() -> Celery:
+    """The Celery app with the project's tasks registered, loaded on first use.
+
+    Not at start-up: Celery, kombu and redis are a tenth of what a management command imports, and most
+    commands (an import without --project, an export) never send a task. Celery first, so the tasks'
+    `shared_task` bind to this app; the worker and beat load it themselves (`celery -A annotator.celery`)."""
+    app = import_module("annotator.celery").app
+    import_module("annotator.tasks")
+    return app
+
+
+@cache
+def broker_errors() -> tuple[type[BaseException], ...]:
+    """What a broker that is down or unreachable raises from apply_async (kombu wraps most of them)."""
+    broker_error = import_module("kombu.exceptions").OperationalError
+    redis_error = import_module("redis.exceptions").RedisError
+    return (broker_error, redis_error, OSError)
+
 
 ENQUEUE_FAILED = "Could not reach the task queue (Redis) to start this job. Try again in a moment."
 
 
 def is_eager() -> bool:
     """True when tasks run inline (no REDIS_URL): the laptop default."""
-    return bool(app.conf.task_always_eager)
+    return bool(celery_app().conf.task_always_eager)
 
 
 def enqueue(
@@ -47,7 +66,7 @@ def enqueue(
     `after_commit` (the default) waits until the caller's transaction commits, because a worker reads
     through its own connection and must find the rows. Eager (inline) tasks run at once or after commit
     the same way, and their own errors propagate: only broker errors go to `on_failure`."""
-    task = app.tasks[task_name]
+    task = celery_app().tasks[task_name]
     options = {} if countdown is None else {"countdown": countdown}
 
     def send() -> None:
@@ -56,7 +75,7 @@ def enqueue(
             return
         try:
             task.apply_async(args, **options)
-        except BROKER_ERRORS as error:
+        except broker_errors() as error:
             log.warning("could not enqueue %s%r: %s", task_name, tuple(args), error)
             if on_failure is not None:
                 on_failure(error)

@@ -8,9 +8,10 @@ import socket
 import pytest
 from kombu.exceptions import OperationalError
 
-from annotator.celery import app
 from annotator.models import AdjudicationItem
 from annotator.services import enqueue
+
+app = enqueue.celery_app()
 
 HX = {"HTTP_HX_REQUEST": "true"}
 

@@ -153,7 +153,9 @@ def test_an_export_whose_task_cannot_be_sent_fails_with_a_reason_on_its_card(
 ):
     from kombu.exceptions import OperationalError
 
-    from annotator.celery import app
+    from annotator.services.enqueue import celery_app
+
+    app = celery_app()
     from annotator.services import enqueue
 
     def refuse(self, args=None, kwargs=None, **options):

@@ -111,7 +111,9 @@ def workers_idle_at_the_end():
     resumed job's follow-ups, a debounced report refresh) would deadlock with it and leave rows for the next
     test. So each test ends when no worker has a task running, reserved or scheduled."""
     yield
-    from annotator.celery import app
+    from annotator.services.enqueue import celery_app
+
+    app = celery_app()
 
     def idle() -> bool:
         inspect = app.control.inspect(timeout=1.0)
@@ -152,7 +154,9 @@ def test_an_import_whose_worker_is_killed_is_finished_by_another(
     project, owner, killable_worker, fast_reconcile
 ):
     require_worker()
-    from annotator.celery import app
+    from annotator.services.enqueue import celery_app
+
+    app = celery_app()
     from annotator.models import ImportJob
     from traces.importers.synthetic import native_lines, synthetic_traces
     from traces.models import Trace
@@ -194,7 +198,9 @@ def test_a_report_whose_worker_is_killed_is_finished_by_another(
     project, annotator_a, annotator_b, killable_worker, fast_reconcile
 ):
     require_worker()
-    from annotator.celery import app
+    from annotator.services.enqueue import celery_app
+
+    app = celery_app()
     from annotator.models import AgreementReport
     from annotator.services.reports import do_request_report
     from tests.labels import project_trace, submit
