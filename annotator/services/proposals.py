@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from annotator.access import MANAGE_ROLES, REVIEW_ROLES, ProjectAccess
 from annotator.codebook.grouping import Group, Proposal, group_proposals
@@ -93,6 +93,13 @@ def visible_proposals(project: Project, user) -> QuerySet[ModeProposal]:
         # Another annotator's proposal tells what they saw in a trace: not while I am blind on it.
         return proposals.filter(~Q(trace__in=access.blind_trace_ids()) | Q(author=user))
     return proposals.filter(author=user)
+
+
+def status_counts(proposals: QuerySet[ModeProposal]) -> list[tuple[str, str, int]]:
+    """(status, label, count) for each status filter, "all" last: the page's tabs."""
+    counts = dict(proposals.order_by().values_list("status").annotate(n=Count("pk")))
+    tabs = [(value, label, counts.get(value, 0)) for value, label in ModeProposal.Status.choices]
+    return [*tabs, ("all", "All", sum(counts.values()))]
 
 
 def proposal_groups(

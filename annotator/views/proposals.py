@@ -9,11 +9,13 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from annotator.access import LABEL_ROLES, MANAGE_ROLES, REVIEW_ROLES, access_project, access_trace
+from annotator.models import ModeProposal
 from annotator.services.proposals import (
     ProposalError,
     do_propose,
     do_settle,
     proposal_groups,
+    status_counts,
     visible_proposals,
 )
 
@@ -47,17 +49,29 @@ def trace_proposals(request: HttpRequest, slug: str, trace_id: int) -> HttpRespo
 
 
 def proposals_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """Reviewers: the proposals of one status (?status=open, the default; accepted, declined or all),
+    grouped, with a count per status. Annotators: their own, whatever the status."""
     project = access_project(request.user, slug, roles=LABEL_ROLES | REVIEW_ROLES)
     reviewer = bool(project.user_roles & REVIEW_ROLES)
+    visible = visible_proposals(project, request.user)
+    status = request.GET.get("status", ModeProposal.Status.OPEN)
+    error, groups = "", []
+    if reviewer:
+        try:
+            groups = proposal_groups(visible, status)
+        except ProposalError as problem:
+            error = str(problem)
     context = {
         "project": project,
         "reviewer": reviewer,
-        "can_settle": bool(project.user_roles & MANAGE_ROLES),
-        "groups": proposal_groups(visible_proposals(project, request.user)) if reviewer else [],
-        "settled": visible_proposals(project, request.user).exclude(status="open") if reviewer else [],
-        "mine": [] if reviewer else visible_proposals(project, request.user),
+        "status": status,
+        "error": error,
+        "can_settle": bool(project.user_roles & MANAGE_ROLES) and status == ModeProposal.Status.OPEN,
+        "tabs": status_counts(visible) if reviewer else [],
+        "groups": groups,
+        "mine": [] if reviewer else visible,
     }
-    return render(request, "annotator/proposals.html", context)
+    return render(request, "annotator/proposals.html", context, status=400 if error else 200)
 
 
 @require_POST

@@ -56,3 +56,27 @@ def test_an_annotator_cannot_propose_on_a_trace_not_assigned_to_them(client, pro
     client.force_login(annotator_a)
     assert client.post(f"/p/{project.slug}/t/{trace.pk}/proposals/", {"text": "x"}).status_code == 404
     assert not ModeProposal.objects.exists()
+
+
+def test_owners_filter_proposals_by_status_with_a_count_for_each(client, project, annotator_a, owner):
+    trace = project_trace(project, n_steps=4)
+    Assignment.objects.get_or_create(project=project, trace=trace, annotator=annotator_a)
+    client.force_login(annotator_a)
+    for text in ("Loops on the same tool call", "Forgets the user's constraint"):
+        client.post(f"/p/{project.slug}/t/{trace.pk}/proposals/", {"text": text})
+    first = ModeProposal.objects.get(text__startswith="Loops")
+    client.force_login(owner)
+    client.post(
+        f"/p/{project.slug}/proposals/settle/",
+        {"proposal": [first.pk], "status": "declined", "outcome": "dup"},
+    )
+    url = f"/p/{project.slug}/proposals/"
+    open_page = client.get(url).content.decode()
+    assert "Open (1)" in open_page and "Declined (1)" in open_page and "All (2)" in open_page
+    assert "Forgets the user" in open_page and "Loops on the same" not in open_page
+    declined = client.get(url, {"status": "declined"}).content.decode()
+    assert "Loops on the same" in declined and "Forgets the user" not in declined
+    assert 'name="proposal"' not in declined  # settled proposals are not settled again from here
+    assert "Forgets the user" in client.get(url, {"status": "all"}).content.decode()
+    bad = client.get(url, {"status": "pending"})
+    assert bad.status_code == 400 and "choose one of open, accepted, declined, all" in bad.content.decode()

@@ -281,8 +281,9 @@ def test_two_calibration_rounds_with_a_discussion_a_new_mode_and_a_trend(browser
     )
     olivia.get_by_role("link", name="Proposed modes").click()
     expect(olivia.get_by_text("No open proposals.")).to_be_visible()
-    expect(olivia.locator("section.card", has_text="Settled")).to_contain_text(
-        f"Turned into a mode (FM-2.7): {PROPOSAL}"
+    olivia.get_by_role("link", name="Turned into a mode (1)").click()
+    expect(olivia.locator("section.proposal-group")).to_contain_text(
+        f"{PROPOSAL} · Turned into a mode (FM-2.7)"
     )
 
     # The annotators of r1-b are asked to re-check the new mode there, and only it; ana's labels carried
