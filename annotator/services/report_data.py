@@ -34,7 +34,7 @@ from django.db.models.functions import Cast
 from django.db.models.lookups import Exact
 from django.utils import timezone
 
-from annotator.agreement.report import EvidenceRows, ModeInfo, ReportInput, unique_ints
+from annotator.agreement.rows import EvidenceRows, ModeInfo, ReportInput, unique_ints
 from annotator.models import Annotation, Assignment, LabelApplication, Membership, Project, RaterKind, Role
 from annotator.raters import kinds_of
 from taxonomy.models import FailureMode
