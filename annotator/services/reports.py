@@ -70,13 +70,11 @@ from annotator.services.jobs import heartbeat, send_job, stale_before
 from annotator.services.report_data import (
     EPOCH,
     RatersChanged,
-    ReportFilterError,
     annotation_columns,
-    clean_filters,
     load_report_input,
-    report_annotations,
     summary_aggregate,
 )
+from annotator.services.report_filters import ReportFilterError, clean_filters, report_annotations
 from taxonomy.models import FailureMode
 
 log = logging.getLogger(__name__)
