@@ -30,6 +30,18 @@ from annotator.agreement.nominal import nominal_agreement
 from annotator.agreement.paper import add_mean_pairwise_cohen, methods
 from annotator.agreement.ratings import as_ratings
 from annotator.agreement.results import NO_PAIRS, ConfidenceInterval, Estimate
+from annotator.agreement.rows import (
+    NEITHER_PINNED,
+    NOT_BOTH,
+    ONLY_A_PINNED,
+    ONLY_B_PINNED,
+    EvidenceRows,
+    ItemRows,
+    ModeInfo,
+    ReportInput,
+    _windows,
+    compress,
+)
 from annotator.agreement.setstats import masi_alpha_from_ratings
 from annotator.agreement.stats import ModeAgreement, binary_mode_agreement, row_weights, weighted_sum
 from annotator.agreement.summaries import macro_average, pairwise_matrix, per_item_agreement
@@ -54,63 +66,6 @@ NO_PRIMARY = "none"
 """Category name, in the single-primary section, of an annotation without a primary label (no failure)."""
 
 _DISPUTE_BINS = 5  # per-trace histogram: 0, 1, 2, 3, 4 disputed modes, then "5+"
-
-
-@dataclass(frozen=True)
-class ModeInfo:
-    code: str
-    name: str
-    category: str = ""
-    category_name: str = ""
-    parent: str | None = None
-    fatal: bool = False
-
-
-@dataclass(frozen=True)
-class EvidenceRows:
-    """One row per (label, evidence step): which item, rater and mode pinned which step."""
-
-    item: NDArray[np.int64]
-    rater: NDArray[np.int64]
-    mode: NDArray[np.int64]
-    step: NDArray[np.int64]
-
-
-@dataclass(frozen=True)
-class ReportInput:
-    """``ratings`` is (items, raters, modes) with 1/0/-1; ``primary`` (single-primary taxonomies only) is
-    (items, raters) holding the index of the primary mode, ``len(modes)`` for "no primary label", -1 missing."""
-
-    ratings: NDArray[np.int8]
-    raters: tuple[str, ...]
-    modes: tuple[ModeInfo, ...]
-    primary: NDArray[np.int64] | None = None
-    evidence: EvidenceRows | None = None
-
-
-@dataclass(frozen=True)
-class ItemRows:
-    """The report's input reduced to what every statistic reads: distinct item rows and how many items
-    each stands for.
-
-    Why: every number of the report is a sum over items of a function of the item's row (its ratings,
-    its primary labels and, per rater pair and mode, how close the pinned steps are), so identical rows
-    can be counted instead of repeated. A million traces collapse to a few thousand rows, and an
-    incremental refresh only has to move the changed traces from one row's count to another's.
-
-    ``ratings`` is (rows, raters, modes) as in :class:`ReportInput`; ``primary`` (rows, raters) or None;
-    ``closest`` (rows, rater pairs, modes) holds :func:`localisation_codes`; ``weight`` (rows,) the counts.
-    """
-
-    ratings: NDArray[np.int8]
-    weight: NDArray[np.int64]
-    primary: NDArray[np.int64] | None
-    closest: NDArray[np.int16]
-
-
-# Localisation codes of one (item, rater pair, mode) cell; a code >= 0 is the smallest distance between a
-# step pinned by one rater and a step pinned by the other, capped at max(windows) + 1.
-NOT_BOTH, NEITHER_PINNED, ONLY_A_PINNED, ONLY_B_PINNED = -4, -3, -2, -1
 
 
 @dataclass(frozen=True)
@@ -152,148 +107,6 @@ def build_report(data: ReportInput, settings: ReportSettings | None = None) -> d
         raise ValueError("ratings shape does not match raters and modes")
     items, _ = compress(data, settings.windows)
     return build_report_from_rows(items, data.raters, data.modes, settings)
-
-
-def _windows(windows: Sequence[int]) -> list[int]:
-    return list(windows) or [0]
-
-
-def unique_ints(values: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """``np.unique(values, return_inverse=True)`` for whole numbers: when they span a range not much
-    larger than their count (ids, step numbers), a table of which occur replaces the sort -- the same
-    result in linear time, which matters for millions of values."""
-    values = np.asarray(values, dtype=np.int64).reshape(-1)
-    if len(values) == 0:
-        return values.copy(), np.zeros(0, dtype=np.int64)
-    low, high = int(values.min()), int(values.max())
-    if high - low > max(4 * len(values), 1 << 20):
-        distinct, inverse = np.unique(values, return_inverse=True)
-        return distinct, inverse.reshape(-1).astype(np.int64)
-    present = np.zeros(high - low + 1, dtype=bool)
-    present[values - low] = True
-    rank = np.cumsum(present, dtype=np.int64) - 1
-    return np.flatnonzero(present).astype(np.int64) + low, rank[values - low]
-
-
-def localisation_codes(
-    ratings: NDArray[np.int8], evidence: EvidenceRows | None, windows: Sequence[int]
-) -> NDArray[np.int16]:
-    """Per (item, rater pair, mode): NOT_BOTH unless both raters chose the mode; then who pinned a step
-    (NEITHER_PINNED, ONLY_A_PINNED, ONLY_B_PINNED) or, when both did, the smallest distance between a
-    step of one and a step of the other, capped at max(windows) + 1 (all that the windows can tell).
-
-    Vectorised: per rater pair, the pinned steps of the cells both chose become sorted integer keys
-    (cell, rank of the step), and one ``searchsorted`` finds each step's nearest neighbour in the other
-    rater's steps of the same cell."""
-    n_items, n_raters, n_modes = ratings.shape
-    pairs = list(combinations(range(n_raters), 2))
-    cap = max(_windows(windows)) + 1
-    codes = np.full((n_items, len(pairs), n_modes), NOT_BOTH, dtype=np.int16)
-    if evidence is not None and len(evidence.step):
-        ev_cell = evidence.item.astype(np.int64) * n_modes + evidence.mode
-        ev_rater, ev_step = np.asarray(evidence.rater), np.asarray(evidence.step, dtype=np.int64)
-        steps, ev_rank = unique_ints(ev_step)
-    else:
-        ev_cell = ev_rater = ev_rank = np.zeros(0, dtype=np.int64)
-        steps = np.zeros(0, dtype=np.int64)
-    n_steps = max(len(steps), 1)
-    for p, (a, b) in enumerate(pairs):
-        items, modes = np.nonzero((ratings[:, a] == 1) & (ratings[:, b] == 1))
-        cells = items.astype(np.int64) * n_modes + modes  # sorted: nonzero is row-major
-        side = []
-        for rater in (a, b):
-            mine = ev_rater == rater
-            cell, rank = ev_cell[mine], ev_rank[mine]
-            inside = np.isin(cell, cells)
-            side.append((cell[inside], rank[inside]))
-        has_a, has_b = np.isin(cells, side[0][0]), np.isin(cells, side[1][0])
-        code = np.where(
-            has_a & has_b,
-            cap,
-            np.where(has_a, ONLY_A_PINNED, np.where(has_b, ONLY_B_PINNED, NEITHER_PINNED)),
-        ).astype(np.int64)
-        (cell_a, rank_a), (cell_b, rank_b) = side
-        if len(cell_a) and len(cell_b):
-            key_b = np.sort(cell_b * n_steps + rank_b)
-            key_a = cell_a * n_steps + rank_a
-            pos = np.searchsorted(key_b, key_a)
-            best = np.full(len(key_a), cap, dtype=np.int64)
-            for cand in (pos - 1, pos):  # the nearest step of b is just below or at/above
-                c = np.clip(cand, 0, len(key_b) - 1)
-                same = (cand >= 0) & (cand < len(key_b)) & (key_b[c] // n_steps == cell_a)
-                distance = np.abs(steps[key_b[c] % n_steps] - steps[rank_a])
-                best = np.where(same, np.minimum(best, distance), best)
-            closest = np.full(len(cells), cap, dtype=np.int64)
-            np.minimum.at(closest, np.searchsorted(cells, cell_a), best)
-            code = np.where(has_a & has_b, closest, code)
-        codes[items, p, modes] = code
-    return codes
-
-
-def compress(data: ReportInput, windows: Sequence[int]) -> tuple[ItemRows, NDArray[np.int64]]:
-    """The distinct item rows of `data` with their counts, and for each item the index of its row."""
-    r = as_ratings(data.ratings)
-    n_items = r.shape[0]
-    closest = localisation_codes(r, data.evidence, windows)
-    parts = [
-        r.reshape(n_items, r.shape[1] * r.shape[2]).view(np.uint8),
-        closest.reshape(n_items, closest.shape[1] * closest.shape[2]).view(np.uint8),
-    ]
-    if data.primary is not None:
-        parts.append(np.ascontiguousarray(data.primary, dtype=np.int64).view(np.uint8))
-    packed = np.ascontiguousarray(np.concatenate(parts, axis=1))
-    width = packed.shape[1]
-    if n_items == 0 or width == 0:
-        keys = np.zeros(n_items, dtype=np.int64)
-        first = np.zeros(min(n_items, 1), dtype=np.int64)
-        counts = np.array([n_items] if n_items else [], dtype=np.int64)
-        inverse = keys
-    else:
-        rows = packed.view(np.dtype((np.void, width))).ravel()
-        _, first, inverse, counts = np.unique(
-            rows, return_index=True, return_inverse=True, return_counts=True
-        )
-    return (
-        ItemRows(
-            ratings=r[first],
-            weight=counts.astype(np.int64),
-            primary=None if data.primary is None else np.asarray(data.primary, dtype=np.int64)[first],
-            closest=closest[first],
-        ),
-        inverse.reshape(-1).astype(np.int64),
-    )
-
-
-def merge_rows(parts: Sequence[ItemRows]) -> tuple[ItemRows, list[NDArray[np.int64]]]:
-    """Several ItemRows (same raters and modes) as one, identical rows merged; for each part, the index
-    in the result of each of its rows."""
-    ratings = np.concatenate([p.ratings for p in parts])
-    closest = np.concatenate([p.closest for p in parts])
-    primary = None if parts[0].primary is None else np.concatenate([p.primary for p in parts])
-    weight = np.concatenate([p.weight for p in parts])
-    n = len(ratings)
-    fields = [
-        ratings.reshape(n, ratings.shape[1] * ratings.shape[2]).view(np.uint8),
-        closest.reshape(n, closest.shape[1] * closest.shape[2]).view(np.uint8),
-    ]
-    if primary is not None:
-        fields.append(np.ascontiguousarray(primary, dtype=np.int64).view(np.uint8))
-    packed = np.ascontiguousarray(np.concatenate(fields, axis=1))
-    if n == 0 or packed.shape[1] == 0:
-        first = np.zeros(min(n, 1), dtype=np.int64)
-        inverse = np.zeros(n, dtype=np.int64)
-    else:
-        rows = packed.view(np.dtype((np.void, packed.shape[1]))).ravel()
-        _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
-        inverse = inverse.reshape(-1)
-    merged = ItemRows(
-        ratings=ratings[first],
-        weight=np.bincount(inverse, weights=weight, minlength=len(first)).astype(np.int64),
-        primary=None if primary is None else primary[first],
-        closest=closest[first],
-    )
-    bounds = np.cumsum([0, *(len(p.weight) for p in parts)])
-    return merged, [inverse[bounds[k] : bounds[k + 1]] for k in range(len(parts))]
 
 
 def build_report_from_rows(

@@ -16,7 +16,7 @@ qualification threshold (`do_configure`, `do_add_items`). `next_calibration` is 
 A calibration slot is an Assignment with purpose "calibration": the unique (project, trace, annotator) row
 means nobody is served a trace they labelled for real (nor later labels for real one they calibrated on).
 Its annotation is left out of every report, queue, signature, export and round by
-`Annotation.objects.in_project` and `report_data.filter_q`, submitting it triggers no follow-up, and
+`Annotation.objects.in_project` and `report_filters.filter_q`, submitting it triggers no follow-up, and
 do_assign neither counts nor moves it. After submitting, and only then, the annotator sees the gold answer
 with the adjudicator's reasons (`feedback`); its answer locks (the trace has an adjudication item).
 """

@@ -7,11 +7,7 @@ write: migration 0020), read in one sequential pass as two binary columns straig
 each table is read once. The (traces x raters x modes) ratings tensor is filled by fancy indexing -- no
 Python object per trace.
 
-Filters (all optional, combined with AND) restrict which submitted annotations count:
-`batch` (a batch name of the project), `annotators` (usernames), `since` / `until` (dates, inclusive,
-on `submitted_at` in the server's time zone), and `where`: trace metadata conditions "key=value" (the
-trace's metadata value for key, as text, equals value; several conditions all hold), e.g. "round=Round 3";
-`round`: a calibration round of the project (id, or name in params): the annotations of its slots.
+Which annotations count (the report's filters) is `annotator.services.report_filters`.
 """
 
 from __future__ import annotations
@@ -28,149 +24,14 @@ import psycopg
 from django.contrib.auth import get_user_model
 from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
-from django.db.models import Q, QuerySet, TextField
-from django.db.models.fields.json import KeyTextTransform
+from django.db.models import QuerySet, TextField
 from django.db.models.functions import Cast
-from django.db.models.lookups import Exact
-from django.utils import timezone
 
-from annotator.agreement.report import EvidenceRows, ModeInfo, ReportInput, unique_ints
-from annotator.models import Annotation, Assignment, LabelApplication, Membership, Project, RaterKind, Role
+from annotator.agreement.rows import EvidenceRows, ModeInfo, ReportInput, unique_ints
+from annotator.models import Annotation, Assignment, LabelApplication, Project, RaterKind
 from annotator.raters import kinds_of
+from annotator.services.report_filters import filter_q, report_annotations
 from taxonomy.models import FailureMode
-from traces.models import in_project_q
-
-FILTER_KEYS = ("batch", "annotators", "since", "until", "where", "round")
-MAX_WHERE = 10
-MAX_WHERE_CHARS = 200
-
-
-class ReportFilterError(ValueError):
-    """A filter names something that is not in the project, or a date that is not a date."""
-
-    def __init__(self, messages: list[str] | str):
-        self.messages = [messages] if isinstance(messages, str) else list(messages)
-        super().__init__("; ".join(self.messages))
-
-
-def clean_filters(project: Project, params: Mapping[str, Any]) -> dict[str, Any]:
-    """Canonical filters (only the keys that are set; annotators sorted) from query or form params.
-
-    `annotators` may be a list or one comma-separated string. Raises ReportFilterError naming every
-    problem."""
-    errors: list[str] = []
-    out: dict[str, Any] = {}
-    batch = str(params.get("batch") or "").strip()
-    if batch:
-        if project.batches.filter(name=batch).exists():
-            out["batch"] = batch
-        else:
-            errors.append(f"No batch “{batch}” in this project")
-    raw = params.getlist("annotators") if hasattr(params, "getlist") else params.get("annotators") or []
-    if isinstance(raw, str):
-        raw = [raw]
-    names = sorted({name.strip() for value in raw for name in str(value).split(",") if name.strip()})
-    if names:
-        known = set(
-            Membership.objects.filter(
-                project=project, role=Role.ANNOTATOR, user__username__in=names
-            ).values_list("user__username", flat=True)
-        )
-        errors += [f"No annotator “{name}” in this project" for name in names if name not in known]
-        out["annotators"] = names
-    round_value = str(params.get("round") or "").strip()
-    if round_value:
-        rounds = project.rounds.all()
-        found = (
-            rounds.filter(pk=int(round_value))
-            if round_value.isdigit() and len(round_value) < 10
-            else rounds.none()
-        ) or rounds.filter(name=round_value)
-        round_id = found.values_list("pk", flat=True).first()
-        if round_id is None:
-            errors.append(f"No calibration round “{round_value[:100]}” in this project")
-        else:
-            out["round"] = round_id
-    where, where_errors = _clean_where(params)
-    errors += where_errors
-    if where:
-        out["where"] = where
-    for key in ("since", "until"):
-        value = str(params.get(key) or "").strip()
-        if value:
-            try:
-                out[key] = dt.date.fromisoformat(value).isoformat()
-            except ValueError:
-                errors.append(f"“{value}” is not a date (use YYYY-MM-DD) for {key}")
-    if "since" in out and "until" in out and out["since"] > out["until"]:
-        errors.append("The start date is after the end date")
-    if errors:
-        raise ReportFilterError(errors)
-    return out
-
-
-def _clean_where(params: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    """Sorted, de-duplicated "key=value" metadata conditions, and the problems with them."""
-    raw = params.getlist("where") if hasattr(params, "getlist") else params.get("where") or []
-    if isinstance(raw, str):
-        raw = [raw]
-    conditions, errors = set(), []
-    for item in raw:
-        text = str(item).strip()
-        if not text:
-            continue
-        key, sep, value = text.partition("=")
-        if not sep or not key.strip():
-            errors.append(
-                f"“{text[:MAX_WHERE_CHARS]}” is not a metadata condition: write key=value, e.g. round=Round 3"
-            )
-        elif len(text) > MAX_WHERE_CHARS:
-            errors.append(f"A metadata condition may be at most {MAX_WHERE_CHARS} characters")
-        else:
-            conditions.add(f"{key.strip()}={value.strip()}")
-    if len(conditions) > MAX_WHERE:
-        errors.append(f"At most {MAX_WHERE} metadata conditions")
-    return sorted(conditions), errors
-
-
-def where_conditions(filters: Mapping[str, Any]) -> list[tuple[str, str]]:
-    return [tuple(item.split("=", 1)) for item in filters.get("where") or []]
-
-
-def _day_start(day: str) -> dt.datetime:
-    return timezone.make_aware(dt.datetime.combine(dt.date.fromisoformat(day), dt.time.min))
-
-
-def filter_q(project: Project, filters: Mapping[str, Any], prefix: str = "") -> Q:
-    """Submitted annotations of the project matching `filters`; `prefix` reaches Annotation from another
-    model (e.g. "annotation__" from LabelApplication), so every query joins instead of nesting."""
-    q = Q(
-        **{
-            f"{prefix}status": Annotation.Status.SUBMITTED,
-            f"{prefix}assignment__project": project,
-            # Gold calibration answers test an annotator; they are never agreement data.
-            f"{prefix}assignment__purpose": Assignment.Purpose.WORK,
-        }
-    )
-    q &= in_project_q(project, f"{prefix}assignment__trace")  # the project's traces: one definition
-    if filters.get("batch"):
-        q &= Q(**{f"{prefix}assignment__trace__batch__name": filters["batch"]})
-    if filters.get("annotators"):
-        q &= Q(**{f"{prefix}assignment__annotator__username__in": filters["annotators"]})
-    if filters.get("round"):
-        q &= Q(**{f"{prefix}assignment__calibration_round_id": filters["round"]})
-    for key, value in where_conditions(filters):
-        # KeyTextTransform takes the key as given (no "__" path parsing): any metadata key works.
-        q &= Q(Exact(KeyTextTransform(key, f"{prefix}assignment__trace__metadata"), value))
-    if filters.get("since"):
-        q &= Q(**{f"{prefix}submitted_at__gte": _day_start(filters["since"])})
-    if filters.get("until"):
-        q &= Q(**{f"{prefix}submitted_at__lt": _day_start(filters["until"]) + dt.timedelta(days=1)})
-    return q
-
-
-def report_annotations(project: Project, filters: Mapping[str, Any]) -> QuerySet[Annotation]:
-    return Annotation.objects.filter(filter_q(project, filters))
 
 
 @dataclass(frozen=True)
@@ -276,24 +137,27 @@ def load_report_input(
     n_raters, n_modes = len(raters), len(modes)
 
     ratings = np.full((n_items, n_raters, n_modes), -1, dtype=np.int8)
-    ratings[item_idx, rater_idx, :] = 0
+    # One flat index per cell instead of three index arrays: a single pass over millions of labels.
+    slot = item_idx * n_raters + rater_idx  # each annotation's (item, rater)
+    ratings.reshape(-1, n_modes)[slot] = 0
     mode_column = _positions(mode_ids, lab[:, 1])
     # The summary gives each label's and point's annotation as a row of `ann` already (`rows_given`).
     position = lab[:, 0] if rows_given else _positions(ann[:, 0], lab[:, 0])
     known = (mode_column >= 0) & (position >= 0)
-    li, lr, lm = item_idx[position[known]], rater_idx[position[known]], mode_column[known]
-    ratings[li, lr, lm] = 1
+    lm = mode_column[known]
+    label_slot = slot[position[known]]
+    ratings.reshape(-1)[label_slot * n_modes + lm] = 1
     codes = [row[1] for row in mode_rows]
     if missing_rows is None:
         missing_rows = _missing_votes(project, filters, traces)
-    _mark_missing(ratings, missing_rows, ann, item_idx, rater_idx, codes)
+    _mark_missing(ratings, missing_rows, ann, slot, codes)
 
     primary = None
     if not version.is_multi_label:
         primary = np.full((n_items, n_raters), -1, dtype=np.int64)
-        primary[item_idx, rater_idx] = n_modes
+        primary.reshape(-1)[slot] = n_modes
         is_primary = lab[known, 2].astype(bool)
-        primary[li[is_primary], lr[is_primary]] = lm[is_primary]
+        primary.reshape(-1)[label_slot[is_primary]] = lm[is_primary]
 
     ev_mode = _positions(mode_ids, points[:, 1])
     ev_position = points[:, 0] if rows_given else _positions(ann[:, 0], points[:, 0])
@@ -355,6 +219,12 @@ def _positions(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Index in `keys` (distinct, any order) of each of `values`; -1 where absent."""
     if len(keys) == 0:
         return np.full(len(values), -1, dtype=np.int64)
+    low, high = int(keys.min()), int(keys.max())
+    if high - low <= max(4 * len(values), 1 << 20):
+        # Ids (modes, annotations, users) span a small range: a table replaces the sort and the search.
+        table = np.full(high - low + 3, -1, dtype=np.int64)
+        table[keys - low + 1] = np.arange(len(keys))
+        return table[np.clip(values - low + 1, 0, high - low + 2)]
     order = np.argsort(keys, kind="stable")
     at = np.clip(np.searchsorted(keys[order], values), 0, len(keys) - 1)
     return np.where(keys[order[at]] == values, order[at], -1).astype(np.int64)
@@ -447,17 +317,17 @@ def _missing_votes(
     ]
 
 
-def _mark_missing(ratings, rows: list[tuple[int, Any]], ann, item_idx, rater_idx, codes: list[str]) -> None:
+def _mark_missing(ratings, rows: list[tuple[int, Any]], ann, slot, codes: list[str]) -> None:
     """Votes an imported source left out (MAST's NaN) are missing, not "not chosen"."""
     if not rows:
         return
-    position = {pk: k for k, pk in enumerate(ann[:, 0].tolist())}
+    found = _positions(ann[:, 0], np.array([pk for pk, _ in rows], dtype=np.int64))
     code_pos = {code: j for j, code in enumerate(codes)}
-    for pk, missing in rows:
-        k = position.get(pk)
+    cells = ratings.reshape(-1, ratings.shape[2])
+    for k, (_, missing) in zip(found.tolist(), rows, strict=True):
         for code in missing:
-            if k is not None and code in code_pos:
-                ratings[item_idx[k], rater_idx[k], code_pos[code]] = -1
+            if k >= 0 and code in code_pos:
+                cells[slot[k], code_pos[code]] = -1
 
 
 SUMMARY = "annotator_labelsummary"
@@ -527,31 +397,36 @@ def _summary_arrays(
     where, params = _summary_where(project, filters, traces)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL jit = off")
-        count, head, body = fetch_binary(
-            f"SELECT count(*), string_agg(s.head, ''::bytea), string_agg(s.body, ''::bytea) "
+        # One pass for everything, the few annotations with missing votes included (aggregates over the
+        # same rows see them in the same order, so ids and values stay paired).
+        count, head, body, missing_ids, missing_values = fetch_binary(
+            f"SELECT count(*), string_agg(s.head, ''::bytea), string_agg(s.body, ''::bytea), "
+            f"array_agg(s.annotation_id) FILTER (WHERE s.missing IS NOT NULL), "
+            f"array_agg(s.missing::text) FILTER (WHERE s.missing IS NOT NULL) "
             f"FROM {SUMMARY} s WHERE {where}",
             params,
         )
-        cursor.execute(
-            f"SELECT s.annotation_id, s.missing FROM {SUMMARY} s WHERE {where} AND s.missing IS NOT NULL",
-            params,
-        )
-        missing = [(pk, json.loads(v) if isinstance(v, str) else v) for pk, v in cursor.fetchall()]
-    # Big-endian views of the bytes; only the columns taken are converted (a million traces: ~200 MB).
-    heads = np.frombuffer(head, dtype=">i8").reshape(-1, 8) if count else np.zeros((0, 8), np.int64)
-    bodies = np.frombuffer(body, dtype=">i8") if count and body else np.zeros(0, np.int64)
-
-    def col(k: int) -> np.ndarray:
-        return heads[:, k].astype(np.int64)
-
-    n_modes, n_points = col(3), col(5)
+    missing = [
+        (pk, json.loads(value)) for pk, value in zip(missing_ids or [], missing_values or [], strict=True)
+    ]
+    # Big-endian bytes to native integers: the whole head block in one pass (a million traces: ~130 MB).
+    heads = np.frombuffer(head, dtype=">i8").reshape(-1, 8) if count else np.zeros((0, 8), ">i8")
+    heads = heads.astype(np.int64)
+    del head
+    bodies = np.frombuffer(body, dtype=">i8") if count and body else np.zeros(0, ">i8")
+    n_modes, n_points = heads[:, 3], heads[:, 5]
     modes, pairs = split_bodies(bodies, n_modes, n_points, 2)
     rows = np.arange(len(heads))
-    lab = np.stack([np.repeat(rows, n_modes), modes, modes == np.repeat(col(4), n_modes)], axis=1)
-    points = np.stack([np.repeat(rows, n_points), pairs[:, 0], pairs[:, 1]], axis=1)
-    columns = np.stack([col(1), col(0), col(6), col(7)], axis=1)  # trace, id, version, updated_at micros
-    ann = np.stack([col(0), col(1), col(2)], axis=1)
-    return ann, lab.astype(np.int64), points, missing, columns
+    lab = np.empty((len(modes), 3), dtype=np.int64)
+    lab[:, 0] = np.repeat(rows, n_modes)
+    lab[:, 1] = modes
+    lab[:, 2] = modes == np.repeat(heads[:, 4], n_modes)
+    points = np.empty((len(pairs), 3), dtype=np.int64)
+    points[:, 0] = np.repeat(rows, n_points)
+    points[:, 1:] = pairs
+    columns = heads[:, [1, 0, 6, 7]]  # trace, id, version, updated_at micros
+    ann = heads[:, :3]
+    return ann, lab, points, missing, columns
 
 
 def split_bodies(

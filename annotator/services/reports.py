@@ -60,15 +60,8 @@ from django.db import OperationalError, connection, transaction
 from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
-from annotator.agreement.report import (
-    SCHEMA,
-    ItemRows,
-    ModeInfo,
-    ReportSettings,
-    build_report_from_rows,
-    compress,
-    merge_rows,
-)
+from annotator.agreement.report import SCHEMA, ReportSettings, build_report_from_rows
+from annotator.agreement.rows import ItemRows, ModeInfo, compress, merge_rows
 from annotator.models import AgreementReport, Annotation, Assignment, Project, ReportRows
 from annotator.models.jobs import JobStatus
 from annotator.services.enqueue import is_eager
@@ -77,13 +70,11 @@ from annotator.services.jobs import heartbeat, send_job, stale_before
 from annotator.services.report_data import (
     EPOCH,
     RatersChanged,
-    ReportFilterError,
     annotation_columns,
-    clean_filters,
     load_report_input,
-    report_annotations,
     summary_aggregate,
 )
+from annotator.services.report_filters import ReportFilterError, clean_filters, report_annotations
 from taxonomy.models import FailureMode
 
 log = logging.getLogger(__name__)
