@@ -4,7 +4,8 @@ message that tells people what to do next, the filter choices, and opening a req
 Stored results: the figures for a query are kept in the cache under a key made of the query and the
 project's *data version* -- a handful of indexed lookups (newest annotation change, newest gold decision,
 the project's batches, newest trace), never a scan -- so a page asking again answers from the stored
-figures whatever the project's size, and any change that could move a figure changes the key. After
+figures whatever the project's size, and any change that could move a figure changes the key; the figures
+for the new key then come from an incremental refresh (:mod:`annotator.services.signature_refresh`). After
 annotations change, `do_refresh_signatures` (run by the agreement refresh task) recomputes the default
 figures ahead of the next page view.
 """
@@ -17,16 +18,18 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from django.core.cache import cache
+from django.db.models import Q
 
 from annotator.access import REVIEW_ROLES, access_signatures
-from annotator.models import Annotation, Assignment, GoldHistory, Project, Role
+from annotator.models import Annotation, AnnotationDeletion, Assignment, GoldHistory, Project, Role
+from annotator.services.signature_refresh import refresh_figures
 from annotator.services.signatures import (
     SignatureQuery,
     SignatureQueryError,
     load_signature_input,
     parse_signature_query,
 )
-from annotator.signatures import Signatures, compute_signatures
+from annotator.signatures import SignatureInput, Signatures, compute_signatures
 from traces.models import Trace
 
 __all__ = [
@@ -91,7 +94,14 @@ def data_version(project: Project, query: SignatureQuery) -> str:
         )
     if query.fallback:
         parts["annotations"] = _newest_annotation_change(project)
+        parts["deletions"] = _newest_deletion(project)
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _newest_deletion(project: Project) -> int | None:
+    """The newest submitted annotation deleted (a database trigger records them, migration 0023)."""
+    deletions = AnnotationDeletion.objects.filter(Q(project_id=project.pk) | Q(project_id__isnull=True))
+    return deletions.order_by("-pk").values_list("pk", flat=True).first()
 
 
 def _newest_trace() -> int | None:
@@ -130,7 +140,9 @@ def build_report(project: Project, query: SignatureQuery, *, keep_empty: bool = 
     stored = cache.get(key)
     if stored is not None:
         return stored
-    report = compute_report(project, query, keep_empty=keep_empty)
+    report = refresh_figures(
+        project, query, keep_empty, lambda data: report_of(project, query, data, keep_empty=keep_empty)
+    )
     cache.set(key, report, STORED_SECONDS)
     return report
 
@@ -144,7 +156,13 @@ def do_refresh_signatures(project_id: int) -> SignatureReport | None:
 
 def compute_report(project: Project, query: SignatureQuery, *, keep_empty: bool = False) -> SignatureReport:
     """The figures for `query`, computed from the database now."""
-    data = load_signature_input(project, query)
+    return report_of(project, query, load_signature_input(project, query), keep_empty=keep_empty)
+
+
+def report_of(
+    project: Project, query: SignatureQuery, data: SignatureInput, *, keep_empty: bool = False
+) -> SignatureReport:
+    """The report of `data`, the input of `query`."""
     selected = data.selected().n_traces
     signatures = compute_signatures(data, compare=query.compare) if selected or keep_empty else None
     return SignatureReport(

@@ -1,0 +1,151 @@
+"""Figures kept current after a few annotations change, without reloading every trace.
+
+A full computation reads every trace of the project (a million: ~3 s of queries). Beside the figures it
+stores their input with the trace id of each row (:mod:`annotator.signatures.splice`) and a *watermark*,
+the moment the rows describe. The next time the figures are asked for after the data changed:
+
+1. the traces changed since the watermark (minus ``REFRESH_MARGIN``, for a transaction that wrote before
+   it and committed after) come from three short indexed ranges: annotations by ``updated_at``, gold
+   decisions by ``GoldHistory.at``, deleted submitted annotations by ``AnnotationDeletion.at`` (a trigger
+   writes those, migration 0023);
+2. those traces alone are loaded again, every query narrowed to them;
+3. if every one of them is counted exactly as before (a new annotation of a trace whose gold decides its
+   labels, an edit that changes nothing the figures read), the stored figures are carried forward as
+   they are; otherwise the traces' rows are replaced and the figures computed from the spliced rows
+   (numpy only: every figure is a sum over traces, so this equals a full computation).
+
+Anything else that could move a figure (taxonomy version, the project's batches, a new trace, the query)
+is in ``_base``: when it differs, or the changes are too many or cannot be placed (an annotation deleted
+after its assignment), or the stored rows are older than ``STATE_MAX_AGE``, the figures are computed in
+full. The stored rows live in the cache beside the figures: losing them only costs a full computation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+from typing import TypeVar
+
+import numpy as np
+from django.core.cache import cache
+from django.db.models import Q
+from django.utils import timezone
+
+from annotator.models import Annotation, AnnotationDeletion, GoldHistory, Project
+from annotator.services.signatures import SignatureQuery, load_trace_rows
+from annotator.signatures import SignatureInput
+from annotator.signatures.splice import TraceRows, describe, pack, splice, unpack
+from taxonomy.models import FailureMode
+from traces.models import Trace
+
+__all__ = ["REFRESH_MARGIN", "changed_traces", "refresh_figures"]
+
+# A transaction that saved an annotation before the watermark but committed after it is still seen.
+REFRESH_MARGIN = timedelta(minutes=10)
+# Beyond this many changed traces a full computation is the simpler path (and each narrowed query
+# carries the ids as parameters).
+INCREMENTAL_MAX_TRACES = 5_000
+# Stored rows are recomputed in full at least this often: a safety net for changes no timestamp shows.
+STATE_MAX_AGE = timedelta(hours=6)
+STORED_SECONDS = 7 * 24 * 3600
+
+Figures = TypeVar("Figures")
+
+
+@dataclass(frozen=True)
+class _State:
+    base: str
+    watermark: datetime
+    full_at: datetime
+    rows: bytes
+    figures: object
+
+
+def refresh_figures(
+    project: Project,
+    query: SignatureQuery,
+    keep_empty: bool,
+    figures_of: Callable[[SignatureInput], Figures],
+) -> Figures:
+    """`figures_of` the project's current input under `query`: from the stored rows updated for the
+    traces changed since (or carried forward when none of them moved), else from a full load."""
+    key, base = _state_key(project, query, keep_empty), _base(project, query)
+    now = timezone.now()  # before any read: every change after it is seen by the next refresh
+    state = cache.get(key)
+    if isinstance(state, _State) and state.base == base and now - state.full_at < STATE_MAX_AGE:
+        updated = _incremental(project, query, state, now, figures_of)
+        if updated is not None:
+            rows, figures = updated
+            blob = state.rows if rows is None else pack(rows)
+            cache.set(key, _State(base, now, state.full_at, blob, figures), STORED_SECONDS)
+            return figures
+    rows = load_trace_rows(project, query)
+    figures = figures_of(rows.data)
+    cache.set(key, _State(base, now, now, pack(rows), figures), STORED_SECONDS)
+    return figures
+
+
+def _incremental(
+    project: Project,
+    query: SignatureQuery,
+    state: _State,
+    now: datetime,
+    figures_of: Callable[[SignatureInput], Figures],
+) -> tuple[TraceRows | None, Figures] | None:
+    """(new rows or None when unchanged, figures), or None when only a full computation will do."""
+    touched = changed_traces(project, state.watermark - REFRESH_MARGIN)
+    if touched is None or len(touched) > INCREMENTAL_MAX_TRACES:
+        return None
+    if not len(touched):
+        return None, state.figures
+    current = load_trace_rows(project, query, only=touched.tolist())
+    stored = unpack(state.rows)
+    if describe(stored, touched) == describe(current):
+        return None, state.figures  # every changed trace counts as before: no figure can move
+    rows = splice(stored, touched, current)
+    return rows, figures_of(rows.data)
+
+
+def changed_traces(project: Project, since: datetime) -> np.ndarray | None:
+    """The traces whose labels may have changed since `since` (sorted ids), from three indexed ranges; None
+    when a change cannot be placed (a submitted annotation deleted after its assignment)."""
+    annotated = Annotation.objects.filter(assignment__project=project, updated_at__gte=since).values_list(
+        "assignment__trace_id", flat=True
+    )
+    decided = GoldHistory.objects.filter(project=project, at__gte=since).values_list("trace_id", flat=True)
+    deleted = list(
+        AnnotationDeletion.objects.filter(
+            Q(project_id=project.pk) | Q(project_id__isnull=True), at__gte=since
+        )
+        .values_list("trace_id", flat=True)
+        .distinct()
+    )
+    if None in deleted:
+        return None
+    ids = {*annotated.order_by().distinct(), *decided.order_by().distinct(), *deleted}
+    return np.array(sorted(pk for pk in ids if pk is not None), dtype=np.int64)
+
+
+def _state_key(project: Project, query: SignatureQuery, keep_empty: bool) -> str:
+    described = json.dumps({"query": asdict(query), "keep_empty": keep_empty}, sort_keys=True, default=str)
+    return f"signature-rows:{project.pk}:{hashlib.sha256(described.encode()).hexdigest()}"
+
+
+def _base(project: Project, query: SignatureQuery) -> str:
+    """What the stored rows hold for every trace and cannot update: a change means a full computation."""
+    parts = {
+        "project": [project.pk, project.created_at, project.slug],
+        "taxonomy_version": project.taxonomy_version_id,
+        "modes": list(  # the columns and what the figures show of them
+            FailureMode.objects.filter(version_id=project.taxonomy_version_id)
+            .order_by("order", "id")
+            .values_list("id", "code", "name", "fatal", "category__code", "category__name")
+        ),
+        "batches": sorted(project.batches.values_list("pk", flat=True)),
+        "newest_trace": Trace.objects.order_by("-pk").values_list("pk", flat=True).first(),
+        "query": asdict(query),
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
