@@ -29,7 +29,9 @@ from annotator.services.signatures import (
     load_signature_input,
     parse_signature_query,
 )
-from annotator.signatures import SignatureInput, Signatures, compute_signatures
+from annotator.signatures import Signatures
+from annotator.signatures.report import signatures_from
+from annotator.signatures.tallies import Tallies, tally
 from traces.models import Trace
 
 __all__ = [
@@ -141,7 +143,7 @@ def build_report(project: Project, query: SignatureQuery, *, keep_empty: bool = 
     if stored is not None:
         return stored
     report = refresh_figures(
-        project, query, keep_empty, lambda data: report_of(project, query, data, keep_empty=keep_empty)
+        project, query, keep_empty, lambda counts: report_of(project, query, counts, keep_empty=keep_empty)
     )
     cache.set(key, report, STORED_SECONDS)
     return report
@@ -156,15 +158,15 @@ def do_refresh_signatures(project_id: int) -> SignatureReport | None:
 
 def compute_report(project: Project, query: SignatureQuery, *, keep_empty: bool = False) -> SignatureReport:
     """The figures for `query`, computed from the database now."""
-    return report_of(project, query, load_signature_input(project, query), keep_empty=keep_empty)
+    return report_of(project, query, tally(load_signature_input(project, query)), keep_empty=keep_empty)
 
 
 def report_of(
-    project: Project, query: SignatureQuery, data: SignatureInput, *, keep_empty: bool = False
+    project: Project, query: SignatureQuery, counts: Tallies, *, keep_empty: bool = False
 ) -> SignatureReport:
-    """The report of `data`, the input of `query`."""
-    selected = data.selected().n_traces
-    signatures = compute_signatures(data, compare=query.compare) if selected or keep_empty else None
+    """The report of the traces `counts` counted (the input of `query`)."""
+    selected = counts.n_traces
+    signatures = signatures_from(counts, compare=query.compare) if selected or keep_empty else None
     return SignatureReport(
         project=project.slug,
         source=query.source,

@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from annotator.signatures.inputs import Evidence, Grouping, ModeInfo, SignatureInput
 
-__all__ = ["TraceRows", "describe", "pack", "splice", "unpack"]
+__all__ = ["TraceRows", "describe", "pack", "rows_of", "splice", "take", "unpack"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,41 @@ def splice(stored: TraceRows, touched: NDArray[np.int64], current: TraceRows) ->
         selection=selection,
     )
     return TraceRows(np.concatenate([stored.ids[keep], current.ids]), data)
+
+
+def take(rows: TraceRows, traces: NDArray[np.int64]) -> TraceRows:
+    """The rows of `rows` whose trace is one of `traces` (those it has)."""
+    chosen = np.flatnonzero(np.isin(rows.ids, traces))
+    return _subset(rows.ids, rows.data, chosen)
+
+
+def _subset(ids: NDArray, data: SignatureInput, chosen: NDArray[np.intp]) -> TraceRows:
+    new_index = np.full(len(ids), -1, dtype=np.intp)
+    new_index[chosen] = np.arange(len(chosen))
+    ev = data.evidence
+    points = np.flatnonzero(np.isin(ev.trace, chosen))
+    evidence = Evidence(
+        new_index[ev.trace[points]].astype(np.intp),
+        ev.mode[points].astype(np.intp),
+        ev.step[points].astype(np.int64),
+        ev.step_count[points].astype(np.int64),
+        Grouping(ev.agent.codes[points].astype(np.intp), ev.agent.names),
+        None
+        if ev.attributed is None
+        else Grouping(ev.attributed.codes[points].astype(np.intp), ev.attributed.names),
+    )
+    subset = SignatureInput(
+        labels=data.labels[chosen],
+        outcome=data.outcome[chosen],
+        modes=data.modes,
+        groups={name: Grouping(g.codes[chosen].astype(np.intp), g.names) for name, g in data.groups.items()},
+        batch=None
+        if data.batch is None
+        else Grouping(data.batch.codes[chosen].astype(np.intp), data.batch.names),
+        evidence=evidence,
+        selection=None if data.selection is None else data.selection[chosen],
+    )
+    return TraceRows(ids[chosen].astype(np.int64), subset)
 
 
 def describe(rows: TraceRows, traces: NDArray[np.int64] | None = None) -> list[tuple]:
@@ -174,6 +209,16 @@ def pack(rows: TraceRows) -> bytes:
 
 def unpack(blob: bytes) -> TraceRows:
     """What `pack` wrote."""
+    return _unpacked(blob, None)
+
+
+def rows_of(blob: bytes, traces: NDArray[np.int64]) -> TraceRows:
+    """The rows of the `traces` (those it has) of what `pack` wrote, without widening every row's arrays:
+    a few traces out of a million cost a read of the bytes and a few array lookups."""
+    return _unpacked(blob, traces)
+
+
+def _unpacked(blob: bytes, traces: NDArray[np.int64] | None) -> TraceRows:
     with np.load(io.BytesIO(blob)) as stored:
         arrays = {key: stored[key] for key in stored.files}
     meta = json.loads(arrays["meta"].tobytes())
@@ -182,6 +227,25 @@ def unpack(blob: bytes) -> TraceRows:
         return Grouping(arrays[f"codes:{key}"].astype(np.intp), tuple(meta["names"][key]))
 
     n_modes = meta["n_modes"]
+    if traces is not None:  # only the chosen rows are unpacked and widened
+        chosen = np.flatnonzero(np.isin(arrays["ids"], traces))
+        points = np.flatnonzero(np.isin(arrays["ev_trace"], chosen))
+        new_index = np.full(len(arrays["ids"]), -1, dtype=np.intp)
+        new_index[chosen] = np.arange(len(chosen))
+        arrays = {
+            **{
+                key: value[chosen]
+                for key, value in arrays.items()
+                if key in _PER_TRACE or key.startswith("codes:group") or key == "codes:batch"
+            },
+            **{
+                key: value[points]
+                for key, value in arrays.items()
+                if key.startswith("ev_") or key in ("codes:agent", "codes:attributed")
+            },
+            "meta": arrays["meta"],
+        }
+        arrays["ev_trace"] = new_index[arrays["ev_trace"]]
     labels = np.unpackbits(arrays["labels"], axis=1, count=n_modes, bitorder="little").astype(bool)
     evidence = Evidence(
         arrays["ev_trace"].astype(np.intp),
@@ -201,6 +265,9 @@ def unpack(blob: bytes) -> TraceRows:
         selection=arrays["selection"] if meta["selection"] else None,
     )
     return TraceRows(arrays["ids"], data)
+
+
+_PER_TRACE = ("ids", "labels", "outcome", "selection")
 
 
 def _small(values: NDArray) -> NDArray:
