@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 from typing import TypeVar
@@ -43,7 +43,6 @@ from annotator.services.signatures import SignatureQuery, load_trace_rows
 from annotator.signatures.splice import TraceRows, describe, pack, rows_of, splice, take
 from annotator.signatures.tallies import Tallies, combine, tally
 from taxonomy.models import FailureMode
-from traces.models import Trace
 
 __all__ = ["REFRESH_MARGIN", "changed_traces", "refresh_figures"]
 
@@ -83,12 +82,14 @@ def refresh_figures(
     project: Project,
     query: SignatureQuery,
     keep_empty: bool,
+    fixed: Mapping[str, object],
     figures_of: Callable[[Tallies], Figures],
 ) -> Figures:
     """`figures_of` the counts of the project's current input under `query`: the stored counts updated
     by the traces changed since (or the stored figures carried forward when none of them moved), else
-    counted from a full load."""
-    key, base = _state_key(project, query, keep_empty), _base(project, query)
+    counted from a full load. `fixed`: the parts of the data version no refresh follows (the taxonomy
+    version, the batches, the newest trace)."""
+    key, base = _state_key(project, query, keep_empty), _base(project, query, fixed)
     now = timezone.now()  # before any read: every change after it is seen by the next refresh
     state = cache.get(key)
     if isinstance(state, _State) and state.base == base and now - state.full_at < STATE_MAX_AGE:
@@ -173,18 +174,16 @@ def _state_key(project: Project, query: SignatureQuery, keep_empty: bool) -> str
     return f"signature-rows:{project.pk}:{hashlib.sha256(described.encode()).hexdigest()}"
 
 
-def _base(project: Project, query: SignatureQuery) -> str:
-    """What the stored rows hold for every trace and cannot update: a change means a full computation."""
+def _base(project: Project, query: SignatureQuery, fixed: Mapping[str, object]) -> str:
+    """What the stored counts hold for every trace and cannot update: a change means a full computation."""
     parts = {
-        "project": [project.pk, project.created_at, project.slug],
-        "taxonomy_version": project.taxonomy_version_id,
+        **fixed,
+        "slug": project.slug,
         "modes": list(  # the columns and what the figures show of them
             FailureMode.objects.filter(version_id=project.taxonomy_version_id)
             .order_by("order", "id")
             .values_list("id", "code", "name", "fatal", "category__code", "category__name")
         ),
-        "batches": sorted(project.batches.values_list("pk", flat=True)),
-        "newest_trace": Trace.objects.order_by("-pk").values_list("pk", flat=True).first(),
         "query": asdict(query),
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()

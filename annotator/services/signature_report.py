@@ -82,8 +82,20 @@ def open_signatures(user, slug: str, params: Mapping) -> tuple[Project, Signatur
 STORED_SECONDS = 7 * 24 * 3600
 
 
+# The parts of the data version an incremental refresh follows trace by trace; the others mean a full one.
+CHANGING = ("gold", "annotations", "deletions")
+
+
 def data_version(project: Project, query: SignatureQuery) -> str:
     """Everything the figures of `query` depend on that can change, from indexed lookups only."""
+    return _digest(_version_parts(project, query))
+
+
+def _digest(parts: dict[str, object]) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _version_parts(project: Project, query: SignatureQuery) -> dict[str, object]:
     parts: dict[str, object] = {
         "project": [project.pk, project.created_at],  # ids can be reused (SQLite after a rollback)
         "taxonomy_version": project.taxonomy_version_id,
@@ -97,7 +109,7 @@ def data_version(project: Project, query: SignatureQuery) -> str:
     if query.fallback:
         parts["annotations"] = _newest_annotation_change(project)
         parts["deletions"] = _newest_deletion(project)
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+    return parts
 
 
 def _newest_deletion(project: Project) -> int | None:
@@ -125,9 +137,13 @@ def _options_key(project: Project, what: str, version: list) -> str:
     return f"signature-options:{hashlib.sha256(described.encode()).hexdigest()}"
 
 
-def _stored_key(project: Project, query: SignatureQuery, keep_empty: bool) -> str:
+def _stored_key(project: Project, query: SignatureQuery, keep_empty: bool, version: str | None = None) -> str:
     described = json.dumps(
-        {"query": asdict(query), "keep_empty": keep_empty, "version": data_version(project, query)},
+        {
+            "query": asdict(query),
+            "keep_empty": keep_empty,
+            "version": version or data_version(project, query),
+        },
         sort_keys=True,
         default=str,
     )
@@ -138,12 +154,18 @@ def build_report(project: Project, query: SignatureQuery, *, keep_empty: bool = 
     """The figures for `query`: the stored ones when the project's data has not changed since, else
     computed and stored. With `keep_empty`, an empty selection still yields (all-zero) figures, so a CSV
     download always has its header."""
-    key = _stored_key(project, query, keep_empty)
+    parts = _version_parts(project, query)
+    key = _stored_key(project, query, keep_empty, _digest(parts))
     stored = cache.get(key)
     if stored is not None:
         return stored
+    fixed = {name: value for name, value in parts.items() if name not in CHANGING}
     report = refresh_figures(
-        project, query, keep_empty, lambda counts: report_of(project, query, counts, keep_empty=keep_empty)
+        project,
+        query,
+        keep_empty,
+        fixed,
+        lambda counts: report_of(project, query, counts, keep_empty=keep_empty),
     )
     cache.set(key, report, STORED_SECONDS)
     return report
