@@ -199,16 +199,15 @@ def child(what: str, n_traces: int) -> int:
 
 
 def first_trace(project, *, gold: bool):
+    """The first trace with (or without) an adjudication item. EXISTS, not ``IN``: ``NOT IN`` a
+    million-row subquery that outgrows work_mem is scanned once per trace."""
+    from django.db.models import Exists, OuterRef
+
     from annotator.models import AdjudicationItem
     from traces.models import Trace
 
-    items = AdjudicationItem.objects.filter(project=project)
-    traces = Trace.objects.filter(batch__projects=project)
-    traces = (
-        traces.filter(id__in=items.values("trace_id"))
-        if gold
-        else traces.exclude(id__in=items.values("trace_id"))
-    )
+    has_item = Exists(AdjudicationItem.objects.filter(project=project, trace=OuterRef("pk")))
+    traces = Trace.objects.filter(batch__projects=project).filter(has_item if gold else ~has_item)
     return traces.order_by("id").first()
 
 
