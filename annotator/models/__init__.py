@@ -11,12 +11,14 @@ from annotator.models.proposals import ModeProposal
 from annotator.models.raters import Rater, RaterKind
 from annotator.models.reports import AgreementReport, Export, ReportRows
 from annotator.models.rounds import CalibrationRound
+from annotator.models.signatures import AnnotationDeletion
 from annotator.models.tokens import ApiToken
 
 __all__ = [
     "AdjudicationItem",
     "AgreementReport",
     "Annotation",
+    "AnnotationDeletion",
     "ApiToken",
     "Assignment",
     "CalibrationItem",

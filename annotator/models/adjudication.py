@@ -119,7 +119,11 @@ class GoldHistory(models.Model):
     class Meta:
         ordering = ["project", "-at", "-id"]
         verbose_name_plural = "gold history"
-        indexes = [models.Index(fields=["project", "actor", "-at"], name="gold_history_actor_idx")]
+        indexes = [
+            models.Index(fields=["project", "actor", "-at"], name="gold_history_actor_idx"),
+            # "which traces' gold changed since" (the incremental signature refresh): one short range
+            models.Index(fields=["project", "at"], name="gold_history_at_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.action} on trace {self.trace_id} at {self.at:%Y-%m-%d %H:%M}"

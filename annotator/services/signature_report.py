@@ -4,7 +4,8 @@ message that tells people what to do next, the filter choices, and opening a req
 Stored results: the figures for a query are kept in the cache under a key made of the query and the
 project's *data version* -- a handful of indexed lookups (newest annotation change, newest gold decision,
 the project's batches, newest trace), never a scan -- so a page asking again answers from the stored
-figures whatever the project's size, and any change that could move a figure changes the key. After
+figures whatever the project's size, and any change that could move a figure changes the key; the figures
+for the new key then come from an incremental refresh (:mod:`annotator.services.signature_refresh`). After
 annotations change, `do_refresh_signatures` (run by the agreement refresh task) recomputes the default
 figures ahead of the next page view.
 """
@@ -17,16 +18,20 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from django.core.cache import cache
+from django.db.models import Q
 
 from annotator.access import REVIEW_ROLES, access_signatures
-from annotator.models import Annotation, Assignment, GoldHistory, Project, Role
+from annotator.models import Annotation, AnnotationDeletion, Assignment, GoldHistory, Project, Role
+from annotator.services.signature_refresh import refresh_figures
 from annotator.services.signatures import (
     SignatureQuery,
     SignatureQueryError,
     load_signature_input,
     parse_signature_query,
 )
-from annotator.signatures import Signatures, compute_signatures
+from annotator.signatures import Signatures
+from annotator.signatures.report import signatures_from
+from annotator.signatures.tallies import Tallies, tally
 from traces.models import Trace
 
 __all__ = [
@@ -77,8 +82,20 @@ def open_signatures(user, slug: str, params: Mapping) -> tuple[Project, Signatur
 STORED_SECONDS = 7 * 24 * 3600
 
 
+# The parts of the data version an incremental refresh follows trace by trace; the others mean a full one.
+CHANGING = ("gold", "annotations", "deletions")
+
+
 def data_version(project: Project, query: SignatureQuery) -> str:
     """Everything the figures of `query` depend on that can change, from indexed lookups only."""
+    return _digest(_version_parts(project, query))
+
+
+def _digest(parts: dict[str, object]) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _version_parts(project: Project, query: SignatureQuery) -> dict[str, object]:
     parts: dict[str, object] = {
         "project": [project.pk, project.created_at],  # ids can be reused (SQLite after a rollback)
         "taxonomy_version": project.taxonomy_version_id,
@@ -91,7 +108,14 @@ def data_version(project: Project, query: SignatureQuery) -> str:
         )
     if query.fallback:
         parts["annotations"] = _newest_annotation_change(project)
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+        parts["deletions"] = _newest_deletion(project)
+    return parts
+
+
+def _newest_deletion(project: Project) -> int | None:
+    """The newest submitted annotation deleted (a database trigger records them, migration 0023)."""
+    deletions = AnnotationDeletion.objects.filter(Q(project_id=project.pk) | Q(project_id__isnull=True))
+    return deletions.order_by("-pk").values_list("pk", flat=True).first()
 
 
 def _newest_trace() -> int | None:
@@ -113,9 +137,13 @@ def _options_key(project: Project, what: str, version: list) -> str:
     return f"signature-options:{hashlib.sha256(described.encode()).hexdigest()}"
 
 
-def _stored_key(project: Project, query: SignatureQuery, keep_empty: bool) -> str:
+def _stored_key(project: Project, query: SignatureQuery, keep_empty: bool, version: str | None = None) -> str:
     described = json.dumps(
-        {"query": asdict(query), "keep_empty": keep_empty, "version": data_version(project, query)},
+        {
+            "query": asdict(query),
+            "keep_empty": keep_empty,
+            "version": version or data_version(project, query),
+        },
         sort_keys=True,
         default=str,
     )
@@ -126,11 +154,19 @@ def build_report(project: Project, query: SignatureQuery, *, keep_empty: bool = 
     """The figures for `query`: the stored ones when the project's data has not changed since, else
     computed and stored. With `keep_empty`, an empty selection still yields (all-zero) figures, so a CSV
     download always has its header."""
-    key = _stored_key(project, query, keep_empty)
+    parts = _version_parts(project, query)
+    key = _stored_key(project, query, keep_empty, _digest(parts))
     stored = cache.get(key)
     if stored is not None:
         return stored
-    report = compute_report(project, query, keep_empty=keep_empty)
+    fixed = {name: value for name, value in parts.items() if name not in CHANGING}
+    report = refresh_figures(
+        project,
+        query,
+        keep_empty,
+        fixed,
+        lambda counts: report_of(project, query, counts, keep_empty=keep_empty),
+    )
     cache.set(key, report, STORED_SECONDS)
     return report
 
@@ -144,9 +180,15 @@ def do_refresh_signatures(project_id: int) -> SignatureReport | None:
 
 def compute_report(project: Project, query: SignatureQuery, *, keep_empty: bool = False) -> SignatureReport:
     """The figures for `query`, computed from the database now."""
-    data = load_signature_input(project, query)
-    selected = data.selected().n_traces
-    signatures = compute_signatures(data, compare=query.compare) if selected or keep_empty else None
+    return report_of(project, query, tally(load_signature_input(project, query)), keep_empty=keep_empty)
+
+
+def report_of(
+    project: Project, query: SignatureQuery, counts: Tallies, *, keep_empty: bool = False
+) -> SignatureReport:
+    """The report of the traces `counts` counted (the input of `query`)."""
+    selected = counts.n_traces
+    signatures = signatures_from(counts, compare=query.compare) if selected or keep_empty else None
     return SignatureReport(
         project=project.slug,
         source=query.source,

@@ -80,8 +80,11 @@ _POINTS = {
 }
 
 
-def gold_evidence(project_id: int, statuses: tuple[str, ...]) -> EvidencePoints:
-    """Evidence of the gold labels of the project's items in `statuses` (agreed, resolved)."""
+def gold_evidence(
+    project_id: int, statuses: tuple[str, ...], only: Sequence[int] | None = None
+) -> EvidencePoints:
+    """Evidence of the gold labels of the project's items in `statuses` (agreed, resolved), of the traces
+    `only` if given."""
     gold, item = _t(GoldLabel), _t(AdjudicationItem)
     label, annotation, assignment = _t(LabelApplication), _t(Annotation), _t(Assignment)
     status_params = ", ".join(["%s"] * len(statuses))
@@ -102,11 +105,15 @@ def gold_evidence(project_id: int, statuses: tuple[str, ...]) -> EvidencePoints:
         FROM {gold} g JOIN {item} i ON i.{_c(AdjudicationItem, "id")} = g.{_c(GoldLabel, "item")}
         WHERE i.{_c(AdjudicationItem, "project")} = %s AND i.{_c(AdjudicationItem, "status")} IN ({status_params})
     """
-    return _run(labelled, [Annotation.Status.SUBMITTED, project_id, *statuses])
+    narrow, narrow_params = _only(f"i.{_c(AdjudicationItem, 'trace')}", only)
+    return _run(labelled + narrow, [Annotation.Status.SUBMITTED, project_id, *statuses, *narrow_params])
 
 
-def annotation_evidence(project_id: int, status: str, annotator: str | None = None) -> EvidencePoints:
-    """Evidence of every label of the project's annotations in `status` (of one annotator if named)."""
+def annotation_evidence(
+    project_id: int, status: str, annotator: str | None = None, only: Sequence[int] | None = None
+) -> EvidencePoints:
+    """Evidence of every label of the project's annotations in `status` (of one annotator if named; of
+    the traces `only` if given)."""
     user_model = get_user_model()
     label, annotation, assignment = _t(LabelApplication), _t(Annotation), _t(Assignment)
     by_user = ""
@@ -127,7 +134,8 @@ def annotation_evidence(project_id: int, status: str, annotator: str | None = No
         {by_user}
         WHERE s.{_c(Assignment, "project")} = %s AND a.{_c(Annotation, "status")} = %s
     """
-    return _run(labelled, [*params, project_id, status])
+    narrow, narrow_params = _only(f"s.{_c(Assignment, 'trace')}", only)
+    return _run(labelled + narrow, [*params, project_id, status, *narrow_params])
 
 
 def _run(labelled: str, params: list[object]) -> EvidencePoints:
@@ -208,6 +216,17 @@ def coded_rows(
     return ints, groupings
 
 
+def _only(column: str, only: Sequence[int] | None) -> tuple[str, list[object]]:
+    """An ``AND`` narrowing `column` to the traces `only` (nothing when None)."""
+    if only is None:
+        return "", []
+    if connection.vendor == "postgresql":
+        return f" AND {column} = ANY(%s)", [list(only)]
+    if not only:
+        return " AND 0", []
+    return f" AND {column} IN ({', '.join(['%s'] * len(only))})", list(only)
+
+
 def _agent_of(column: str) -> str:
     vendor = connection.vendor
     if vendor not in _AGENT_OF:
@@ -224,22 +243,29 @@ def _c(model: type[Model], field: str) -> str:
 
 
 def gold_from_summary(
-    project_id: int, statuses: tuple[str, ...]
+    project_id: int, statuses: tuple[str, ...], only: Sequence[int] | None = None
 ) -> tuple[np.ndarray, np.ndarray, EvidencePoints]:
     """What the gold queries give -- the (trace, mode) pairs of the gold labels and `gold_evidence` -- read
     from the gold summary (migration 0021): each item's packed ``head`` and ``body``, concatenated by the
     database, with every evidence point's agent already resolved. PostgreSQL only.
 
     The attributed agent (the smallest non-empty ``attribution.agent`` of the submitted labels of the same
-    trace and mode) comes from the few labels that carry one (a partial index finds them)."""
+    trace and mode) comes from the few labels that carry one (a partial index finds them). With `only`,
+    the rows of those traces (found through the items' (project, trace) index)."""
+    narrow, narrow_params = "", []
+    if only is not None:
+        inner, inner_params = _only("trace_id", only)
+        narrow = f" AND item_id IN (SELECT id FROM annotator_adjudicationitem WHERE project_id = %s{inner})"
+        narrow_params = [project_id, *inner_params]
+    label_narrow, label_params = _only(f"s.{_c(Assignment, 'trace')}", only)
     label, annotation, assignment = _t(LabelApplication), _t(Annotation), _t(Assignment)
     with connection.cursor() as cursor:
         # The agent names come along: a handful of names for every project's gold evidence together.
         count, head, body, name_ids, names = fetch_binary(
             "SELECT count(*), string_agg(head, ''::bytea), string_agg(body, ''::bytea), "
             "(SELECT array_agg(id) FROM annotator_agentname), (SELECT array_agg(name) FROM annotator_agentname) "
-            "FROM annotator_goldsummary WHERE project_id = %s AND status = ANY(%s)",
-            [project_id, list(statuses)],
+            "FROM annotator_goldsummary WHERE project_id = %s AND status = ANY(%s)" + narrow,
+            [project_id, list(statuses), *narrow_params],
         )
         cursor.execute(
             f"""
@@ -249,10 +275,10 @@ def gold_from_summary(
             JOIN {annotation} a ON a.{_c(Annotation, "id")} = l.{_c(LabelApplication, "annotation")}
             JOIN {assignment} s ON s.{_c(Assignment, "id")} = a.{_c(Annotation, "assignment")}
             WHERE l.{_c(LabelApplication, "attribution")} ? 'agent'
-              AND s.{_c(Assignment, "project")} = %s AND a.{_c(Annotation, "status")} = %s
+              AND s.{_c(Assignment, "project")} = %s AND a.{_c(Annotation, "status")} = %s{label_narrow}
             GROUP BY 1, 2
             """,
-            [project_id, Annotation.Status.SUBMITTED],
+            [project_id, Annotation.Status.SUBMITTED, *label_params],
         )
         attributions = {(trace, mode): name for trace, mode, name in cursor.fetchall() if name}
     heads = np.frombuffer(head, dtype=">i8").reshape(-1, 4) if count else np.zeros((0, 4), np.int64)

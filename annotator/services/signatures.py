@@ -19,7 +19,7 @@ object is made per row: what a million traces need.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -49,6 +49,7 @@ from annotator.signatures import (
     compute_signatures,
     factorize,
 )
+from annotator.signatures.splice import TraceRows
 from taxonomy.models import FailureMode
 from traces.models import Trace
 
@@ -58,6 +59,7 @@ __all__ = [
     "SignatureQuery",
     "SignatureQueryError",
     "load_signature_input",
+    "load_trace_rows",
     "parse_signature_query",
     "project_signatures",
 ]
@@ -148,21 +150,34 @@ def load_signature_input(project: Project, query: SignatureQuery, *, summary: bo
     On PostgreSQL the traces come grouped by their texts and the gold from the gold summary (migration
     0021); ``summary=False`` reads the gold tables themselves, which the summary must always agree with
     (tests/signatures/test_gold_summary.py)."""
+    return load_trace_rows(project, query, summary=summary).data
+
+
+def load_trace_rows(
+    project: Project, query: SignatureQuery, *, summary: bool = True, only: Sequence[int] | None = None
+) -> TraceRows:
+    """`load_signature_input` with the trace id of every row; with `only`, just those traces (each query
+    narrowed to them: what an incremental refresh reloads after a few traces changed)."""
+    restrict = None if only is None else sorted({int(pk) for pk in only})
     with _analytics_transaction():
         modes = list(
             FailureMode.objects.filter(version_id=project.taxonomy_version_id)
             .select_related("category")
             .order_by("order", "id")
         )
-        traces = _traces(project, query, grouped=summary)
-        covered = from_gold = _gold_traces(project, query, traces.ids)
+        traces = _traces(project, query, grouped=summary, only=restrict)
+        covered = from_gold = _gold_traces(project, query, traces.ids, restrict)
         if query.fallback:
-            submitted = _submitted_annotations(project, query, traces.ids)
+            submitted = _submitted_annotations(project, query, traces.ids, restrict)
             covered = from_gold | (submitted >= (2 if query.fallback == "agreed" else 1))
         keep = np.flatnonzero(covered)
         traces, from_gold = traces.take(keep), from_gold[keep]
-        gold = _gold_labels(project, query, summary) if query.use_gold else None
-        other = _annotation_labels(project, query, traces.ids, submitted[keep]) if query.fallback else None
+        gold = _gold_labels(project, query, summary, restrict) if query.use_gold else None
+        other = (
+            _annotation_labels(project, query, traces.ids, submitted[keep], restrict)
+            if query.fallback
+            else None
+        )
     mode_column = _lookup([mode.id for mode in modes])
     labels = np.zeros((len(traces.ids), len(modes)), dtype=bool)
     evidence_parts = []
@@ -175,7 +190,7 @@ def load_signature_input(project: Project, query: SignatureQuery, *, summary: bo
         labels[row[ok], col[ok]] = True
         evidence_parts.append((source.evidence, is_gold))
     evidence = _evidence(evidence_parts, traces.ids, from_gold, labels, mode_column, traces.step_count)
-    return SignatureInput(
+    data = SignatureInput(
         labels=labels,
         outcome=traces.outcome,
         modes=tuple(_mode_info(mode) for mode in modes),
@@ -184,6 +199,7 @@ def load_signature_input(project: Project, query: SignatureQuery, *, summary: bo
         evidence=evidence,
         selection=None if traces.selected.all() else traces.selected,
     )
+    return TraceRows(traces.ids, data)
 
 
 @contextmanager
@@ -235,7 +251,14 @@ def _trace_q(query: SignatureQuery, prefix: str = "") -> Q:
     return q
 
 
-def _traces(project: Project, query: SignatureQuery, grouped: bool = True) -> _Traces:
+def _only(field: str, only: list[int] | None) -> Q:
+    """Narrowed to the traces `only` (None: every trace)."""
+    return Q() if only is None else Q(**{f"{field}__in": only})
+
+
+def _traces(
+    project: Project, query: SignatureQuery, grouped: bool = True, only: list[int] | None = None
+) -> _Traces:
     """One query: the project's traces under the filters that the source may cover (an EXISTS per source
     keeps unlabelled traces out), as columns sorted by trace id."""
     covered = []
@@ -249,7 +272,7 @@ def _traces(project: Project, query: SignatureQuery, grouped: bool = True) -> _T
     condition = covered[0] if len(covered) == 1 else covered[0] | covered[1]
     traces = (
         Trace.objects.in_project(project)
-        .filter(_trace_q(query), condition)
+        .filter(_trace_q(query), condition, _only("pk", only))
         .order_by()
         .values_list("id", "step_count", "outcome", "model", "system", "benchmark", "batch__name")
     )
@@ -282,21 +305,27 @@ def _traces(project: Project, query: SignatureQuery, grouped: bool = True) -> _T
     )
 
 
-def _gold_traces(project: Project, query: SignatureQuery, ids: np.ndarray) -> np.ndarray:
+def _gold_traces(
+    project: Project, query: SignatureQuery, ids: np.ndarray, only: list[int] | None
+) -> np.ndarray:
     """Which rows have gold. With gold as the only source every fetched trace has (no query needed)."""
     if not query.use_gold:
         return np.zeros(len(ids), dtype=bool)
     if not query.fallback:
         return np.ones(len(ids), dtype=bool)
     items = AdjudicationItem.objects.filter(project=project, status__in=GOLD_STATUSES).filter(
-        _trace_q(query, "trace__")
+        _trace_q(query, "trace__"), _only("trace_id", only)
     )
     return np.isin(ids, _int_column(items.order_by().values_list("trace_id", flat=True)))
 
 
-def _submitted_annotations(project: Project, query: SignatureQuery, ids: np.ndarray) -> np.ndarray:
+def _submitted_annotations(
+    project: Project, query: SignatureQuery, ids: np.ndarray, only: list[int] | None
+) -> np.ndarray:
     """Per row, how many submitted annotations the trace has (of the named annotator, if any)."""
-    annotations = _annotations(project, query).filter(_trace_q(query, "assignment__trace__"))
+    annotations = _annotations(project, query).filter(
+        _trace_q(query, "assignment__trace__"), _only("assignment__trace_id", only)
+    )
     per_annotation = _int_column(annotations.order_by().values_list("assignment__trace_id", flat=True))
     traces, counts = np.unique(per_annotation, return_counts=True)
     submitted = np.zeros(len(ids), dtype=np.int64)
@@ -314,31 +343,33 @@ def _annotations(project: Project, query: SignatureQuery):
     return annotations
 
 
-def _gold_labels(project: Project, query: SignatureQuery, summary: bool = True) -> _Labels:
+def _gold_labels(project: Project, query: SignatureQuery, summary: bool, only: list[int] | None) -> _Labels:
     """The gold (trace, mode) pairs and evidence. The summary's pairs are not narrowed by the trace
     filters: pairs of traces outside the selection find no row in the matrix (`_locate`), as evidence
     never was narrowed either."""
     if summary and connection.vendor == "postgresql":
-        pair_trace, pair_mode, points = gold_from_summary(project.id, GOLD_STATUSES)
+        pair_trace, pair_mode, points = gold_from_summary(project.id, GOLD_STATUSES, only)
         return _Labels(pair_trace, pair_mode, points)
     pairs = (
         GoldLabel.objects.filter(item__project=project, item__status__in=GOLD_STATUSES)
-        .filter(_trace_q(query, "item__trace__"))
+        .filter(_trace_q(query, "item__trace__"), _only("item__trace_id", only))
         .order_by()
         .values_list("item__trace_id", "mode_id")
     )
     pair_trace, pair_mode = _pairs(pairs)
-    return _Labels(pair_trace, pair_mode, gold_evidence(project.id, GOLD_STATUSES))
+    return _Labels(pair_trace, pair_mode, gold_evidence(project.id, GOLD_STATUSES, only))
 
 
 def _annotation_labels(
-    project: Project, query: SignatureQuery, ids: np.ndarray, submitted: np.ndarray
+    project: Project, query: SignatureQuery, ids: np.ndarray, submitted: np.ndarray, only: list[int] | None
 ) -> _Labels:
     """Union, agreement or one annotator: each (trace, mode) pair's votes against the trace's number of
     submitted annotations (``submitted``, aligned with the sorted trace ``ids``), in one ``np.unique``."""
     labels = LabelApplication.objects.filter(
         annotation__in=Annotation.objects.submitted_in(project).order_by().values("id")
-    ).filter(_trace_q(query, "annotation__assignment__trace__"))
+    ).filter(
+        _trace_q(query, "annotation__assignment__trace__"), _only("annotation__assignment__trace_id", only)
+    )
     if query.annotator is not None:
         labels = labels.filter(annotation__assignment__annotator__username=query.annotator)
     pair_trace, pair_mode = _pairs(
@@ -354,7 +385,7 @@ def _annotation_labels(
         known = ids[position] == distinct[:, 0] if len(ids) else np.zeros(len(distinct), dtype=bool)
         needed = np.where(known, submitted[position] if len(ids) else 0, 0)
         distinct = distinct[known & (counts == needed) & (needed >= 2)]
-    evidence = annotation_evidence(project.id, Annotation.Status.SUBMITTED, query.annotator)
+    evidence = annotation_evidence(project.id, Annotation.Status.SUBMITTED, query.annotator, only)
     return _Labels(distinct[:, 0], distinct[:, 1], evidence)
 
 

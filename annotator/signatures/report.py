@@ -19,8 +19,9 @@ from annotator.signatures.results import (
     Prevalence,
 )
 from annotator.signatures.structure import cooccurrence, failure_vectors
+from annotator.signatures.tallies import Tallies, figures_from, tally
 
-__all__ = ["DIMENSIONS", "Signatures", "compute_signatures"]
+__all__ = ["DIMENSIONS", "Signatures", "compute_signatures", "direct_signatures", "signatures_from"]
 
 DIMENSIONS = ("model", "system", "benchmark")
 
@@ -53,7 +54,21 @@ class Signatures:
 
 def compute_signatures(data: SignatureInput, *, compare: tuple[str, str] | None = None) -> Signatures:
     """Figures 1-6 for the selected rows of `data`; the batch comparison (when `compare` names two
-    batches) reads every row, because a filter on batches must not hide the batches being compared."""
+    batches) reads every row, because a filter on batches must not hide the batches being compared.
+
+    Computed from counts (:mod:`annotator.signatures.tallies`), which a refresh updates for the changed
+    traces alone; ``test_pure`` checks them against the figure functions applied to `data` directly."""
+    return signatures_from(tally(data), compare=compare)
+
+
+def signatures_from(counts: Tallies, *, compare: tuple[str, str] | None = None) -> Signatures:
+    """The figures of the traces `counts` counted."""
+    return Signatures(**figures_from(counts, compare))
+
+
+def direct_signatures(data: SignatureInput, *, compare: tuple[str, str] | None = None) -> Signatures:
+    """The same figures with each figure function reading `data` itself: the reference the counts are
+    checked against."""
     selected = data.selected()
     categories, _ = categories_of(selected)
     contrast = outcome_contrast(selected)
