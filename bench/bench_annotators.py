@@ -18,7 +18,9 @@ client (request sent to response read, queueing in gunicorn's backlog included) 
 checks that every submission answered 200 is in the database as submitted (lost: goal 0), and that no trace
 holds more human slots or submitted annotations than its overlap (goal 0); errors (any answer but 200, or no
 answer) goal 0. It also reports the CPU time per cycle of the web workers, the database backends, the Celery
-worker and the client (from /proc): on a machine shared with other jobs, the figure they disturb least.
+worker and the client (from /proc; per three requests answered, so cycles still under way at the stop
+count for what they did): on a machine shared with other jobs, the figure they disturb least. Before the
+phases, every annotator makes one light request, so each gunicorn worker has loaded its code.
 
 Background work: with REDIS_URL set (the real deployment), submits enqueue the adjudication check and the
 debounced report refresh on a queue of the run's own, and one Celery worker (solo pool) takes them, on the
@@ -67,6 +69,7 @@ class Results:
     errors: list[str] = field(default_factory=list)
     submitted: list[int] = field(default_factory=list)  # assignments whose submit answered 200
     cycles: int = 0  # submits completed before the phase's stop
+    actions: int = 0  # requests answered before the phase's stop (claims, drafts and submits)
     cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds per process group in the phase
     empty: int = 0  # annotators whose queue ran dry
 
@@ -423,13 +426,38 @@ def run_phase(
     stop.set()
     # Cycles are counted until the stop; requests in flight finish (they are checked like any other).
     cycles_at_stop = len(results.submitted)
+    actions_at_stop = sum(len(times) for times in list(results.latency.values()))
     elapsed = time.perf_counter() - started
     results.cpu = cpu_used(cpu_start, cpu_snapshot(server))
     for thread in threads:
         thread.join(timeout=120)
     time.sleep(0.3)  # gunicorn writes the access line after the response
     results.cycles = cycles_at_stop
+    results.actions = actions_at_stop
     return results, elapsed, server.server_times(start_offset, server.log_offset())
+
+
+def warm_up(port: int, slug: str, tokens: list[str]) -> None:
+    """Every annotator asks for their (empty) list of submitted slots once, all at once, so each gunicorn
+    worker has loaded the API's code and opened its database connection before a phase counts CPU."""
+
+    def ask(token: str) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        try:
+            conn.request(
+                "GET",
+                f"/api/projects/{slug}/assignments/?status=submitted",
+                headers={"Authorization": f"Token {token}"},
+            )
+            conn.getresponse().read()
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=ask, args=(token,), daemon=True) for token in tokens]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -511,6 +539,7 @@ def main() -> int:
     server = Server(args, workdir)
     try:
         server.wait_ready()
+        warm_up(server.port, slug, tokens)
         phases = [
             ("saturation", *run_phase(server, slug, tokens, codes, args, seconds=args.saturation, pause=0)),
             ("paced", *run_phase(server, slug, tokens, codes, args, seconds=args.paced, pause=args.pause)),
@@ -560,7 +589,9 @@ def main() -> int:
     print()
     summary = []
     for name, results, elapsed, _ in phases:
-        per_cycle = {group: 1000 * cpu / max(results.cycles, 1) for group, cpu in results.cpu.items()}
+        # Per 3 requests answered, not per submit: when few cycles finish (a loaded machine, a short phase),
+        # the claims and drafts of the 50 cycles still under way would otherwise all count against them.
+        per_cycle = {group: 3000 * cpu / max(results.actions, 1) for group, cpu in results.cpu.items()}
         server_ms = per_cycle["web"] + per_cycle["database"] + per_cycle["worker"]
         summary.append(
             (
@@ -594,8 +625,9 @@ def main() -> int:
         )
     )
     print(
-        "(a cycle: claim + draft + submit; CPU from /proc per process group; the last column is 2 cores' "
-        "worth of CPU divided by the server's CPU per cycle, a ceiling the client and other jobs lower)"
+        "(a cycle: claim + draft + submit; CPU from /proc per process group, per 3 requests answered; the last "
+        "column is 2 cores' worth of CPU divided by the server's CPU per cycle, a ceiling the client and other "
+        "jobs lower)"
     )
     if any(results.empty for _, results, _, _ in phases):
         print("note: some annotators' queues ran dry (raise --traces)")

@@ -123,7 +123,8 @@ class AnnotationSerializer(serializers.ModelSerializer):
         ]
 
     def get_editable(self, annotation: Annotation) -> bool:
-        return not is_locked(annotation.assignment)
+        locked = self.context.get("locked")  # a submit just read it under the assignment's lock
+        return not (is_locked(annotation.assignment) if locked is None else locked)
 
 
 class ReviewAnnotationSerializer(AnnotationSerializer):
@@ -233,8 +234,10 @@ class _Write(APIView):
             )
         except (AnnotationInvalid, PayloadError) as error:
             return error_response("The annotation is not valid", status=400, errors=error.messages)
-        # The verb hands back the annotation with its assignment and labels: nothing to read again.
-        return Response(AnnotationSerializer(annotation).data)
+        # The verb hands back the annotation with its assignment and labels (and, after a submit, the lock
+        # rule's answer): nothing to read again.
+        locked = getattr(annotation.assignment, "locked_after_save", None)
+        return Response(AnnotationSerializer(annotation, context={"locked": locked}).data)
 
 
 _WRITE_RESPONSES = {200: AnnotationSerializer, 400: ErrorSerializer, 409: AnnotationConflictSerializer}

@@ -78,13 +78,19 @@ LOCKED_MESSAGE = (
 )
 
 
+def _round_closed() -> Exists:
+    return Exists(AdjudicationItem.objects.filter(project=OuterRef("project_id"), trace=OuterRef("trace_id")))
+
+
+def _open_recheck() -> Exists:
+    return Exists(ModeRecheck.objects.filter(annotation__assignment=OuterRef("pk"), resolved_at__isnull=True))
+
+
 def locked_expression() -> Exists:
     """The lock rule as an expression on Assignment rows (the queue annotates its list with it): the
     trace's round has closed (it has an adjudication item, in any status, so nothing tells who disagreed)
     and no re-check asks this annotator to look again (codebook evolution). Only submitted slots lock."""
-    item = AdjudicationItem.objects.filter(project=OuterRef("project_id"), trace=OuterRef("trace_id"))
-    recheck = ModeRecheck.objects.filter(annotation__assignment=OuterRef("pk"), resolved_at__isnull=True)
-    return Exists(item) & ~Exists(recheck)
+    return _round_closed() & ~_open_recheck()
 
 
 def is_locked(assignment: Assignment) -> bool:
@@ -215,7 +221,10 @@ def do_submit_annotation(
 ) -> Annotation:
     """Submit (or re-submit an edited) annotation: validated in full, status submitted, reservation
     released. Same preconditions, locks, errors and result as do_save_draft. After commit, calls
-    on_trace_annotations_changed so adjudication and agreement can react."""
+    on_trace_annotations_changed so adjudication and agreement can react.
+
+    The returned annotation's assignment also carries `locked_after_save`: `is_locked` as of this save,
+    read under the lock, for the caller's answer (a later change of the round is not reflected in it)."""
     return _write(assignment, payload, actor=actor, base_version=base_version, submit=True, modes=modes)
 
 
@@ -233,11 +242,11 @@ def _write(
         with transaction.atomic():
             assignment = _lock(assignment)
             _check_taxonomy_unchanged(project)
-            annotation = Annotation.objects.filter(assignment=assignment).first()
+            annotation = _annotation_of(assignment)
             current = annotation.version if annotation else 0
             if base_version != current:
                 raise StaleAnnotation(current, payload)
-            if is_locked(assignment):
+            if assignment.status == Assignment.Status.SUBMITTED and _locked_now(assignment):
                 raise AnnotationLocked(LOCKED_MESSAGE)
             _check_gate(assignment, actor)
             if not submit and annotation and annotation.status == Annotation.Status.SUBMITTED:
@@ -261,12 +270,15 @@ def _write(
                     annotation=annotation, actor=actor, action=action, before=before, after=after
                 )
             if submit:
-                if existed:
+                if existed and assignment.open_recheck:
                     # Submitting again is how an annotator answers "re-check FM-x on this trace" (a
                     # re-check names an annotation that exists, so a new one has none).
                     ModeRecheck.objects.filter(annotation=annotation, resolved_at__isnull=True).update(
                         resolved_at=timezone.now()
                     )
+                # Answered: no re-check keeps it open, so the submitted annotation is frozen exactly when
+                # the trace's round has closed.
+                assignment.locked_after_save = assignment.round_closed
                 if assignment.purpose == Assignment.Purpose.WORK:
                     _notify_on_commit(project.pk, assignment.trace_id)
     except IntegrityError:
@@ -301,9 +313,32 @@ def _check_gate(assignment: Assignment, actor) -> None:
 
 
 def _lock(assignment: Assignment) -> Assignment:
-    locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
+    """The assignment row, locked, read with its annotation (if any) and the two facts of the lock rule
+    (`round_closed`, `open_recheck`) in one query.
+
+    Only the assignment row is locked. On PostgreSQL a save that waited for the lock still sees the
+    annotation as it was when its statement started; the conditional UPDATE in `_store` (and the unique
+    annotation per assignment) then refuse it as stale, exactly as where row locks do not exist (SQLite)."""
+    locked = (
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("annotation")
+        .annotate(round_closed=_round_closed(), open_recheck=_open_recheck())
+        .get(pk=assignment.pk)
+    )
     locked.project = assignment.project
     return locked
+
+
+def _annotation_of(assignment: Assignment) -> Annotation | None:
+    try:
+        return assignment.annotation
+    except Annotation.DoesNotExist:
+        return None
+
+
+def _locked_now(assignment: Assignment) -> bool:
+    """`is_locked` from the facts `_lock` read (the assignment is submitted)."""
+    return bool(assignment.round_closed and not assignment.open_recheck)
 
 
 def _action(before: dict | None, submit: bool) -> str:
@@ -347,7 +382,8 @@ def _store(
             **fields,
         )
         if not changed:
-            raise StaleAnnotation(current + 1, payload)
+            version = Annotation.objects.filter(pk=annotation.pk).values_list("version", flat=True).first()
+            raise StaleAnnotation(version or 0, payload)
         for name, value in fields.items():
             setattr(annotation, name, value)
         annotation.version = current + 1

@@ -11,21 +11,19 @@ from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from annotator.assignment_strategy import plan_assignments
 from annotator.models import Assignment, Membership, Project, Role
 from annotator.raters import human_q, receives_work_q
-from annotator.services.calibration import next_calibration
-from traces.models import Trace
+from annotator.services.calibration import next_calibration, uses_calibration
+from traces.models import Batch, Trace
 
 log = logging.getLogger(__name__)
 
 _CHUNK = 2000
-# How many candidates a claim tries before giving up: each failed try means another request won that row.
-_CLAIM_ATTEMPTS = 20
 
 
 def annotator_ids(project: Project) -> list[int]:
@@ -162,43 +160,82 @@ def do_claim_next(
     gate gets no real work (None).
     Slots are per annotator; the reservation keeps two tabs, devices or retried clicks of the same person
     from working on one slot, and an abandoned claim frees itself when it expires.
-    Locks: the candidate row is read FOR UPDATE SKIP LOCKED (PostgreSQL), so concurrent claims pass each
-    other by. SQLite has no row locks and Django ignores skip_locked there, so the reservation itself is
-    a conditional UPDATE (... WHERE reserved_until IS NULL OR expired) whose rowcount says who won.
+    Locks: real work is claimed by one statement (`_reserve_next`), which picks and reserves the slot at
+    once; concurrent claims pass each other by.
     """
     if project.archived_at is not None:
         return None  # an archived project hands out no new work (drafts already open stay editable)
     now = now or timezone.now()
     until = now + timedelta(minutes=project.reservation_minutes)
-    tried: list[int] = list(exclude)  # e.g. the trace the annotator is leaving: "next" means another one
-    with transaction.atomic():
-        calibration, held = next_calibration(project, user, now=now, until=until, exclude=tried)
+    exclude = list(exclude)  # e.g. the trace the annotator is leaving: "next" means another one
+    if uses_calibration(project):
+        with transaction.atomic():
+            calibration, held = next_calibration(project, user, now=now, until=until, exclude=exclude)
         if calibration is not None:
             return calibration
         if held.blocked:
             return None
-        for _ in range(_CLAIM_ATTEMPTS):
-            candidate = (
-                # Only the slot is locked (not its trace or batch, which every claim reads); the trace's
-                # name and batch come along for the caller's answer, never its raw record.
-                Assignment.objects.select_for_update(skip_locked=True, of=("self",))
-                .select_related("trace__batch")
-                .defer("trace__raw", "trace__metadata", "trace__answer_key")
-                .open_for(user)
-                .work()
-                .filter(project=project)
-                .filter(_free(now))
-                .exclude(pk__in=tried)
-                .order_by("trace_id", "id")
-                .first()
-            )
-            if candidate is None:
-                return None
-            if try_reserve(candidate.pk, now=now, until=until):
-                candidate.reserved_until = until
-                return candidate
-            tried.append(candidate.pk)
-    return None
+    return _reserve_next(project, user, now=now, until=until, exclude=exclude)
+
+
+# The columns a claimed slot is read back with (the rest load on first use, as with `.only()`).
+_CLAIMED = ("id", "project_id", "trace_id", "annotator_id", "status", "skip_reason", "purpose")
+
+
+def _reserve_next(
+    project: Project, user, *, now: datetime, until: datetime, exclude: list[int]
+) -> Assignment | None:
+    """Pick and reserve the next free work slot of `user` in one UPDATE ... RETURNING.
+
+    The slot is chosen by a sub-SELECT (the queue order of `Assignment.objects.open_for(user).work()`)
+    that on PostgreSQL locks it FOR UPDATE SKIP LOCKED, so concurrent claims never wait for each other or
+    take the same row, and a row changed meanwhile is re-checked against the conditions. SQLite has no row
+    locks but runs one writing statement at a time, so the statement alone decides there too. One round
+    trip, no transaction to open: the claim is the busiest write of the app (bench/bench_annotators.py).
+    The slot's trace (name, batch) comes in a second small read, for the caller's answer."""
+    ops = connection.ops
+    lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+    leaving = f" AND id NOT IN ({', '.join(['%s'] * len(exclude))})" if exclude else ""
+    free = "(reserved_until IS NULL OR reserved_until < %s)"
+    open_statuses = ", ".join(["%s"] * len(Assignment.OPEN_STATUSES))
+    sql = (
+        "UPDATE annotator_assignment SET reserved_until = %s, updated_at = %s "
+        "WHERE id = (SELECT id FROM annotator_assignment "
+        f"WHERE project_id = %s AND annotator_id = %s AND status IN ({open_statuses}) AND purpose = %s AND {free}"
+        f"{leaving} ORDER BY trace_id, id LIMIT 1{lock}) AND {free} "
+        f"RETURNING {', '.join(_CLAIMED)}"
+    )
+    at, expiry = ops.adapt_datetimefield_value(now), ops.adapt_datetimefield_value(until)
+    params = [expiry, at, project.pk, user.pk, *Assignment.OPEN_STATUSES, Assignment.Purpose.WORK, at]
+    params += [*exclude, at]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        claimed = _loaded(Assignment, dict(zip(_CLAIMED, row, strict=True)))
+        cursor.execute(
+            "SELECT t.external_id, t.batch_id, b.name FROM traces_trace t "
+            "JOIN traces_batch b ON b.id = t.batch_id WHERE t.id = %s",
+            [claimed.trace_id],
+        )
+        trace_row = cursor.fetchone()
+    if trace_row is None:
+        return None  # the trace was deleted just now, and its slots with it
+    external_id, batch_id, batch_name = trace_row
+    claimed.reserved_until, claimed.updated_at = until, now
+    # Only the trace's name and batch: never its raw record, metadata or answer key (they load on use).
+    claimed.trace = _loaded(Trace, {"id": claimed.trace_id, "external_id": external_id, "batch_id": batch_id})
+    claimed.trace.batch = _loaded(Batch, {"id": batch_id, "name": batch_name})
+    claimed.project = project
+    return claimed
+
+
+def _loaded(model, values: dict):
+    """An instance of `model` as the database holds it, from some of its columns (`.only()` would give the
+    same); the others load on first use."""
+    fields = [f.attname for f in model._meta.concrete_fields if f.attname in values]
+    return model.from_db(connection.alias, fields, [values[name] for name in fields])
 
 
 def do_release_assignment(assignment: Assignment) -> None:
@@ -206,15 +243,6 @@ def do_release_assignment(assignment: Assignment) -> None:
     re-balancing may move it to another annotator while nobody holds it."""
     Assignment.objects.filter(pk=assignment.pk, status__in=Assignment.OPEN_STATUSES).update(
         reserved_until=None, updated_at=timezone.now()
-    )
-
-
-def try_reserve(assignment_id: int, *, now: datetime, until: datetime) -> bool:
-    """The conditional UPDATE that decides a claim: True if this call took the reservation."""
-    return bool(
-        Assignment.objects.filter(pk=assignment_id)
-        .filter(_free(now))
-        .update(reserved_until=until, updated_at=now)
     )
 
 

@@ -250,17 +250,21 @@ def calibration_waiting(project: Project, user) -> bool:
     return _unserved_items(project, user).exists() and _due(project, user, gate(project, user).blocked)
 
 
+def uses_calibration(project: Project) -> bool:
+    """Does a claim in `project` ask for calibration at all? Without a rate, a qualification set or a
+    threshold, no calibration item is served and the gate is open."""
+    return bool(
+        project.calibration_rate or project.qualification_size or project.qualification_min_kappa is not None
+    )
+
+
 def next_calibration(
     project: Project, user, *, now: datetime, until: datetime, exclude: Iterable[int] = ()
 ) -> tuple[Assignment | None, Gate]:
     """The calibration slot `user` should do next (an open one first, else a new one when due), reserved
     until `until`; and the gate for real work. Runs inside the caller's transaction. A project without
     calibration settings costs no query: turning calibration off serves no more items."""
-    if (
-        not project.calibration_rate
-        and not project.qualification_size
-        and project.qualification_min_kappa is None
-    ):
+    if not uses_calibration(project):
         return None, OPEN
     free = Q(reserved_until__isnull=True) | Q(reserved_until__lt=now)
     state = gate(project, user)

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 
 from django.conf import settings
 from django.core.cache import cache
+from django.db import connection
 
 from annotator.models import Annotation, Assignment
 from annotator.services.adjudication import do_check_traces
@@ -32,10 +33,13 @@ _INLINE_FALLBACK = 50
 
 def after_annotations_changed(project_id: int, trace_ids: Iterable[int]) -> None:
     """Check the traces for the adjudication queue (a Celery task per chunk; inline when eager) and
-    schedule the debounced agreement report refresh."""
+    schedule the debounced agreement report refresh. Traces the check would leave as they are (see
+    `worth_checking`) are not sent: the first submit of a trace with overlap 2 costs the worker nothing."""
     ids = sorted(set(trace_ids))
     for start in range(0, len(ids), _CHUNK):
-        chunk = ids[start : start + _CHUNK]
+        chunk = worth_checking(project_id, ids[start : start + _CHUNK])
+        if not chunk:
+            continue
         try:
             enqueue(
                 "annotator.adjudication.check_traces",
@@ -50,6 +54,40 @@ def after_annotations_changed(project_id: int, trace_ids: Iterable[int]) -> None
         schedule_report_refresh(project_id)
     except Exception:
         log.exception("agreement report refresh for project %s could not be scheduled", project_id)
+
+
+def worth_checking(project_id: int, trace_ids: list[int]) -> list[int]:
+    """The traces among `trace_ids` whose adjudication check can change something: those with at least
+    as many submitted annotations as the project's overlap, or with an adjudication item already (which the
+    check may re-evaluate or withdraw). `do_check_traces` leaves every other trace untouched: it counts
+    fewer annotations than counted here (only active human annotators), so it finds too few, and there is
+    no item to withdraw.
+
+    Called after commit, so of two submits that complete a trace at the same moment the later one counts
+    both. If the count itself fails, every trace is checked, as before the count existed."""
+    if not trace_ids:
+        return []
+    ids = ", ".join(["%s"] * len(trace_ids))
+    # Plain SQL: this runs after every submit, and the ORM's compilation of the same query cost the web
+    # process more CPU than the task it saves (bench/bench_annotators.py).
+    sql = (
+        "SELECT a.trace_id FROM annotator_annotation n "
+        "JOIN annotator_assignment a ON a.id = n.assignment_id "
+        f"WHERE a.project_id = %s AND a.trace_id IN ({ids}) AND a.purpose = %s AND n.status = %s "
+        "GROUP BY a.trace_id HAVING count(*) >= (SELECT overlap FROM annotator_project WHERE id = %s) "
+        f"UNION SELECT trace_id FROM annotator_adjudicationitem WHERE project_id = %s AND trace_id IN ({ids})"
+    )
+    params = [project_id, *trace_ids, Assignment.Purpose.WORK, Annotation.Status.SUBMITTED, project_id]
+    params += [project_id, *trace_ids]
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return sorted(row[0] for row in cursor.fetchall())
+    except Exception:  # the check itself is idempotent: sending too many is harmless, too few is not
+        log.exception(
+            "counting the annotations of %d traces in project %s failed", len(trace_ids), project_id
+        )
+        return trace_ids
 
 
 def _check_inline(project_id: int, trace_ids: list[int]) -> None:

@@ -9,12 +9,11 @@ from datetime import timedelta
 from itertools import combinations
 
 import pytest
-from django.db import OperationalError, connection
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from annotator.assignment_strategy import pair_counts
 from annotator.models import Annotation, Assignment, Membership
-from annotator.services import assignment as service
 from annotator.services.assignment import do_add_member, do_assign, do_claim_next, do_remove_annotator
 from tests.factories import BatchFactory, UserFactory, add_member, trace_with_steps
 
@@ -140,24 +139,52 @@ def test_it_never_claims_finished_or_other_peoples_slots(project, annotator_a, a
     assert do_claim_next(project, annotator_b).annotator_id == annotator_b.pk
 
 
-def test_a_claim_that_loses_the_race_takes_the_next_slot(project, annotator_a, monkeypatch):
-    """The conditional UPDATE decides (SQLite has no row locks): a rival reserves our candidate between
-    our read and our update, so our update matches no row and we move on to the next slot."""
+@pytest.mark.django_db(transaction=True)
+def test_a_slot_held_by_another_claim_is_passed_by_not_waited_for(project, annotator_a):
+    """A slot another request holds at that moment (its row locked mid-claim, or the claim's statement
+    not yet committed) is skipped: the claim takes the next slot at once instead of queueing behind it."""
+    if not connection.features.has_select_for_update_skip_locked:
+        pytest.skip("SQLite has no row locks: one writing statement at a time decides there")
     make_traces(project, 3)
     do_assign(project)
-    real = service.try_reserve
-    rival = []
+    first = Assignment.objects.filter(project=project, annotator=annotator_a).order_by("trace_id").first()
+    holding, release, errors = threading.Event(), threading.Event(), []
 
-    def racing(pk, *, now, until):
-        if not rival:
-            rival.append(None)
-            rival[0] = do_claim_next(project, annotator_a)  # runs entirely inside our window
-        return real(pk, now=now, until=until)
+    def rival():
+        try:
+            with transaction.atomic():
+                Assignment.objects.select_for_update().filter(pk=first.pk).first()
+                holding.set()
+                release.wait(10)
+        except Exception as error:  # surfaced by the assertion below
+            errors.append(repr(error))
+            holding.set()
+        finally:
+            connection.close()
 
-    monkeypatch.setattr(service, "try_reserve", racing)
-    mine = do_claim_next(project, annotator_a)
-    assert rival[0] is not None and mine is not None
-    assert mine.pk != rival[0].pk
+    thread = threading.Thread(target=rival)
+    thread.start()
+    try:
+        assert holding.wait(10)
+        mine = do_claim_next(project, annotator_a)
+    finally:
+        release.set()
+        thread.join()
+    assert errors == []
+    assert mine is not None and mine.pk != first.pk
+    assert mine.trace_id > first.trace_id
+    # Once the rival is gone, the slot it held is the next one again.
+    assert do_claim_next(project, annotator_a).pk == first.pk
+
+
+def test_the_claimed_slot_answers_with_its_trace_name_and_batch_only(project, annotator_a):
+    traces = make_traces(project, 2, name="week-1")
+    do_assign(project)
+    slot = do_claim_next(project, annotator_a)
+    stored = Assignment.objects.get(pk=slot.pk)
+    assert (slot.trace.external_id, slot.trace.batch.name) == (traces[0].external_id, "week-1")
+    assert (slot.status, slot.purpose, slot.reserved_until) == (stored.status, "work", stored.reserved_until)
+    assert "raw" in slot.trace.get_deferred_fields()
 
 
 def _claim_with_retry(project, user):

@@ -28,6 +28,7 @@ from annotator.services.evolution import (
     parse_changes_text,
     preview_rows,
 )
+from tests.factories import api_token
 from tests.labels import project_trace, submit
 
 CHANGES = [
@@ -124,7 +125,7 @@ def test_apply_moves_labels_with_history_combines_merges_and_queues_rechecks(
 
 
 def test_a_recheck_unlocks_the_annotation_and_is_resolved_by_submitting_again(
-    project, owner, labelled, annotator_a
+    client, project, owner, labelled, annotator_a
 ):
     trace, a, _b = labelled
     AdjudicationItem.objects.create(
@@ -137,7 +138,20 @@ def test_a_recheck_unlocks_the_annotation_and_is_resolved_by_submitting_again(
     assert AdjudicationItem.objects.get().disputed == ["FM-1.3", "FM-3.2a", "FM-3.2b"]
     assert not is_locked(Assignment.objects.get(pk=assignment.pk))
     project.refresh_from_db()
-    submit(project, trace, annotator_a, {"FM-1.1r": [1], "FM-3.2b": [5]})
+    # Through the API: its answer says at once that the annotation is frozen again (the round is closed).
+    answer = client.post(
+        f"/api/projects/{project.slug}/assignments/{assignment.pk}/submit/",
+        {
+            "version": Annotation.objects.get(pk=a.pk).version,
+            "labels": [
+                {"mode": "FM-1.1r", "evidence": [{"step": 1}]},
+                {"mode": "FM-3.2b", "evidence": [{"step": 5}]},
+            ],
+        },
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Token {api_token(annotator_a)}",
+    )
+    assert answer.status_code == 200 and answer.json()["editable"] is False
     assert not ModeRecheck.objects.filter(resolved_at__isnull=True).exists()
     assert is_locked(Assignment.objects.get(pk=assignment.pk))
 
