@@ -206,11 +206,12 @@ def loads(data: bytes | str, filename: str, *, record: int | None = None, line: 
         ) from None
 
 
-def iter_jsonl(stream: BinaryIO, filename: str) -> Iterator[tuple[int, Any]]:
+def iter_jsonl(stream: BinaryIO, filename: str, first_line: int = 1) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_no, value)`` per non-blank line; memory is one line at a time, and a line may be
-    no longer than one record may be."""
+    no longer than one record may be. `first_line`: the number of the stream's first line (a piece of a
+    file read by an import worker)."""
     cap = limits.current().max_record_bytes
-    line_no = 0
+    line_no = first_line - 1
     while raw := stream.readline(cap + 1):
         line_no += 1
         if len(raw) > cap and not raw.endswith(b"\n"):

@@ -66,8 +66,17 @@ def sniff(head: bytes, filename: str) -> bool:
     return head.lstrip()[:6] == b'{"id":' and has_key(head, "steps")
 
 
-def parse(stream: BinaryIO, filename: str) -> Iterator[TraceRecord]:
-    for record_no, (line_no, obj) in enumerate(iter_jsonl(stream, filename), start=1):
+def splits_by_line(head: bytes) -> bool:
+    """Every line is a trace: an import may hand pieces of the file to worker processes."""
+    return True
+
+
+def parse(
+    stream: BinaryIO, filename: str, *, first_line: int = 1, first_record: int = 1
+) -> Iterator[TraceRecord]:
+    """`first_line`, `first_record`: the numbers of the stream's first line and trace (a piece of a file)."""
+    lines = iter_jsonl(stream, filename, first_line)
+    for record_no, (line_no, obj) in enumerate(lines, start=first_record):
         record = from_dict(obj, Ctx(filename, record=record_no, line=line_no), record_no=record_no)
         record.line_no = line_no
         yield record
