@@ -145,3 +145,21 @@ def test_a_folder_of_files_and_a_bad_one_report_every_error(postgres, pools, mon
     stored, error = both_ways(folder, pools=pools, monkeypatch=monkeypatch)
     assert "t3.jsonl, line 1, field 'steps[0].kind'" in error and "t5.jsonl: the file is empty" in error
     assert stored == []
+
+
+def test_a_large_file_that_cannot_be_cut_is_read_in_the_importing_process(
+    postgres, pools, monkeypatch, tmp_path
+):
+    monkeypatch.setattr(import_pool, "PIECE_BYTES", 0)  # every file is looked at first
+    monkeypatch.setattr(import_pool, "WHOLE_FILE_MAX", 0)  # and none goes to a worker whole
+    lines = tmp_path / "chats.jsonl"
+    write_openai_chat_jsonl(synthetic_traces(5, steps=4, seed=4), lines)
+    array = tmp_path / "array.json"
+    array.write_text(json.dumps([json.loads(line) for line in lines.read_text().splitlines()]))
+    lines.unlink()
+    native = native_file(tmp_path / "runs.jsonl", n=4)
+    stored, error = both_ways(array, native, pools=pools, monkeypatch=monkeypatch)
+    assert not error and len(stored) == 9
+    (tmp_path / "notes.json").write_text('{"hello": "world"}')
+    stored, error = both_ways(array, tmp_path / "notes.json", pools=pools, monkeypatch=monkeypatch)
+    assert "notes.json: unknown format" in error and stored == []

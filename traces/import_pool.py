@@ -50,10 +50,6 @@ def start(workers: int | None = None):
     return multiprocessing.get_context("fork").Pool(workers or min(os.cpu_count() or 1, 2))
 
 
-def fits_whole(path: Path) -> bool:
-    return Path(path).stat().st_size <= WHOLE_FILE_MAX
-
-
 def events(
     pool,
     files: list[tuple[Path, str]],
@@ -91,28 +87,53 @@ def _tasks(pool, files, fmt, keep, on_read):
         return "async", pool.apply_async(run_files, (job, fmt, keep))
 
     for i, (path, name) in enumerate(files):
-        head = importers.read_head(Path(path))
-        try:
-            fmt_of = importers.file_format(head, name, fmt)
-        except TraceFormatError as error:
-            if batch:
-                yield send_batch()
-            yield "ready", [("file", i, fmt or ""), ("error", i, str(error))]
-            continue
-        splits = getattr(importers.FORMATS[fmt_of], "splits_by_line", None)
-        if splits is not None and splits(head):
-            if batch:
-                yield send_batch()
-            yield "ready", [("file", i, fmt_of)]
-            yield from _pieces(pool, i, Path(path), name, head, fmt_of, keep, on_read)
-            continue
-        batch.append((i, Path(path), name))
-        batch_bytes += Path(path).stat().st_size
-        on_read(i, Path(path).stat().st_size)
+        size = path.stat().st_size
+        if size > PIECE_BYTES:
+            # Worth a look here: a JSONL file of traces is cut into pieces, a large file of another kind
+            # is streamed here (handed whole to a worker, all its traces would wait in memory at once).
+            head = importers.read_head(path)
+            try:
+                fmt_of = importers.file_format(head, name, fmt)
+            except TraceFormatError as error:
+                if batch:
+                    yield send_batch()
+                yield "ready", [("file", i, fmt or ""), ("error", i, str(error))]
+                continue
+            splits = getattr(importers.FORMATS[fmt_of], "splits_by_line", None)
+            if splits is not None and splits(head):
+                if batch:
+                    yield send_batch()
+                yield "ready", [("file", i, fmt_of)]
+                yield from _pieces(pool, i, path, name, head, fmt_of, keep, on_read)
+                continue
+            if size > WHOLE_FILE_MAX:
+                if batch:
+                    yield send_batch()
+                yield "ready", _streamed(i, path, name, head, fmt_of, keep, on_read)
+                continue
+        batch.append((i, path, name))
+        batch_bytes += size
+        on_read(i, size)
         if batch_bytes >= FILES_BYTES or len(batch) >= 64:
             yield send_batch()
     if batch:
         yield send_batch()
+
+
+def _streamed(i, path, name, head, fmt, keep, on_read) -> Iterator[tuple[str, int, object]]:
+    """A large file that cannot be cut by lines, read here as in one pass (only when its turn comes)."""
+    yield "file", i, fmt
+    count = 0
+    try:
+        with path.open("rb") as raw:
+            for record in importers.guarded(importers.parse_file(raw, name, head, fmt), name):
+                count += 1
+                yield "trace", i, prepare(record, fmt, name, copy_text=True, keep_annotations=keep)
+    except TraceFormatError as error:
+        yield "error", i, str(error)
+        return
+    on_read(i, path.stat().st_size)
+    yield "end", i, count
 
 
 def _pieces(pool, i, path, name, head, fmt, keep, on_read):
