@@ -163,3 +163,10 @@ def test_a_large_file_that_cannot_be_cut_is_read_in_the_importing_process(
     (tmp_path / "notes.json").write_text('{"hello": "world"}')
     stored, error = both_ways(array, tmp_path / "notes.json", pools=pools, monkeypatch=monkeypatch)
     assert "notes.json: unknown format" in error and stored == []
+
+
+def test_a_line_nested_too_deep_in_a_piece_is_named(postgres, pools, monkeypatch, tmp_path):
+    deep = '{"id": "deep", "steps": [], "metadata": ' + '{"a": ' * 150 + "1" + "}" * 150 + "}"
+    path = native_file(tmp_path / "runs.jsonl", extra=[deep])
+    stored, error = both_ways(path, pools=pools, monkeypatch=monkeypatch)
+    assert "runs.jsonl, line 11: nested deeper than 100 levels" in error and stored == []

@@ -197,8 +197,13 @@ def run_lines(i, fmt, name, payload, first_line, first_record, keep) -> list[tup
     record = None
     sized = False
     try:
+        # One scan of the piece for the depth and value limits, rather than one a line.
         parsed = importers.FORMATS[fmt].parse(
-            io.BytesIO(payload), name, first_line=first_line, first_record=first_record
+            io.BytesIO(payload),
+            name,
+            first_line=first_line,
+            first_record=first_record,
+            checked=limits.within(payload),
         )
         for record in parsed:
             sized = False

@@ -72,10 +72,11 @@ def splits_by_line(head: bytes) -> bool:
 
 
 def parse(
-    stream: BinaryIO, filename: str, *, first_line: int = 1, first_record: int = 1
+    stream: BinaryIO, filename: str, *, first_line: int = 1, first_record: int = 1, checked: bool = False
 ) -> Iterator[TraceRecord]:
-    """`first_line`, `first_record`: the numbers of the stream's first line and trace (a piece of a file)."""
-    lines = iter_jsonl(stream, filename, first_line)
+    """`first_line`, `first_record`: the numbers of the stream's first line and trace (a piece of a file);
+    `checked`: the stream is within the depth and value limits as a whole (see _json.iter_jsonl)."""
+    lines = iter_jsonl(stream, filename, first_line, checked=checked)
     for record_no, (line_no, obj) in enumerate(lines, start=first_record):
         record = from_dict(obj, Ctx(filename, record=record_no, line=line_no), record_no=record_no)
         record.line_no = line_no
