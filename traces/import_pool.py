@@ -32,7 +32,7 @@ PIECE_BYTES = 1 << 20  # lines per piece of a JSONL file, by size
 PIECE_TRACES = 200
 FILES_BYTES = 1 << 20  # whole files per task
 WHOLE_FILE_MAX = 8 << 20  # a larger file that cannot be cut by lines is read in the importing process
-IN_FLIGHT = 6
+IN_FLIGHT = 4
 
 
 def can_fork() -> bool:

@@ -32,7 +32,7 @@ STEPS_PER_CHUNK = 20_000
 STEP_COLUMNS = ("trace_id", *Step.DATA_FIELDS)
 # Below this many bytes of files an import runs in its own process: starting worker processes would cost
 # more than they save.
-PARALLEL_MIN_BYTES = 4 << 20
+PARALLEL_MIN_BYTES = 1 << 20
 
 ProgressCallback = Callable[[int, int], None]  # (bytes read so far, records so far)
 
