@@ -6,8 +6,6 @@ COPY on PostgreSQL (bulk_create elsewhere) in chunks, so memory is bounded by th
 
 from __future__ import annotations
 
-import hashlib
-import json
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -20,17 +18,21 @@ from django.db import connection, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
-from traces import importers
+from traces import import_pool, importers
 from traces.answer_key import answer_key_of, public_metadata
-from traces.importers import limits
-from traces.importers.records import STEP_KINDS, AnnotationRecord, TraceFormatError, TraceRecord
+from traces.importers.records import AnnotationRecord, TraceFormatError, TraceRecord
 from traces.models import Batch, Step, Trace
+from traces.rows import Prepared, prepare, step_rows, step_values
+from traces.rows import content_hash as content_hash
 
 # Records wait in memory until their chunk is written: these bound an import's memory, whatever the file's
 # size (a chunk is four statements, so smaller chunks cost little).
 TRACES_PER_CHUNK = 200
 STEPS_PER_CHUNK = 20_000
 STEP_COLUMNS = ("trace_id", *Step.DATA_FIELDS)
+# Below this many bytes of files an import runs in its own process: starting worker processes would cost
+# more than they save.
+PARALLEL_MIN_BYTES = 1 << 20
 
 ProgressCallback = Callable[[int, int], None]  # (bytes read so far, records so far)
 
@@ -98,37 +100,8 @@ class ImportFailed(Exception):
         super().__init__("; ".join(result.errors))
 
 
-def content_hash(record: TraceRecord) -> str:
-    """Identity of a trace's content, whatever container it came in (the de-duplication key).
-
-    The key is the trace as it is stored: its id, task, system, model, benchmark, outcome and score, and
-    every step's stored columns (index, parent, agent, role, kind, content, tool name, arguments and call id,
-    timestamp, tokens, duration), with the same length limits as the rows. Left out: the format name, the
-    metadata (each container keeps extra fields its own way), the raw original record and the labels. So
-    a trace exported (``export_traces``, ``export_dataset``) and imported again is the same trace.
-    """
-    return _content_hash(record, list(_step_values(record)))
-
-
-def _content_hash(record: TraceRecord, steps: list[tuple]) -> str:
-    """content_hash from the step values already computed for the rows (one pass over the steps)."""
-    identity = {
-        "id": record.external_id[:255],
-        "task": record.task,
-        "system": record.system[:120],
-        "model": record.model[:120],
-        "benchmark": record.benchmark[:120],
-        "outcome": record.outcome,
-        "score": record.score,
-        # The stored columns, with the arguments as an object (sorted by the dump below): PostgreSQL's jsonb
-        # keeps its own key order, so the order of keys in a file is not part of the identity.
-        # Tuples are written as JSON arrays: the same text as lists, so the same digests as before.
-        "steps": steps,
-    }
-    # json, not orjson: its exact text (separators, number forms) is what every stored digest was made
-    # from, and de-duplication against traces imported earlier depends on it.
-    canonical = json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+# The content key and the step values live with the rows (traces.rows); kept here under their old names.
+_step_values = step_values
 
 
 class _CountingReader:
@@ -207,7 +180,10 @@ def do_import_files(
             pending = _Pending(writer=_CopyWriter())
             failed = False  # a file had an error: the others are only checked, to report all errors at once
             try:
-                for path, name in files:
+                parallel = _parallel(files, fmt, source_options)
+                if parallel is not None:
+                    failed = _import_parallel(parallel, files, fmt, target, seen, pending, result, progress)
+                for path, name in [] if parallel is not None else files:
                     file_result = FileResult(name=name)
                     result.files.append(file_result)
                     if failed:
@@ -366,19 +342,101 @@ def _import_one(
             records_done += 1
             if not counts_bytes and records_done % 100 == 0:
                 on_read(0)  # a source has no byte count: report the records read
-            _check_record(record, name)
-            steps = list(_step_values(record))
-            digest = _content_hash(record, steps)
-            if digest in seen:
-                file_result.duplicates += 1
-                continue
-            seen.add(digest)
-            if record.raw_json is not None and connection.vendor == "postgresql":
-                record.raw = None  # stored from its JSON text: the parsed copy need not wait in memory
-            pending.items.append((record, digest, steps, file_result))
-            pending.steps += len(steps)
-            if len(pending.items) >= TRACES_PER_CHUNK or pending.steps >= STEPS_PER_CHUNK:
-                _flush(pending, target, result)
+            item = prepare(
+                record,
+                file_result.format,
+                name,
+                copy_text=connection.vendor == "postgresql",
+                keep_annotations=result.keep_annotations,
+            )
+            _add(item, file_result, seen, pending, target, result)
+
+
+def _add(
+    item: Prepared,
+    file_result: FileResult,
+    seen: set[str],
+    pending: _Pending,
+    target: _Target,
+    result: ImportResult,
+) -> None:
+    """A prepared trace waits for its chunk, unless the import already has its content."""
+    if item.digest in seen:
+        file_result.duplicates += 1
+        return
+    seen.add(item.digest)
+    pending.items.append((item, file_result))
+    pending.steps += item.step_count
+    if len(pending.items) >= TRACES_PER_CHUNK or pending.steps >= STEPS_PER_CHUNK:
+        _flush(pending, target, result)
+
+
+def _parallel(files: list[tuple[Path | str, str]], fmt: str | None, options: Mapping | None):
+    """A pool of worker processes when this import is large enough to gain from one and may start it."""
+    if connection.vendor != "postgresql" or options or (fmt and fmt not in importers.FORMATS):
+        return None
+    if any(importers.is_source(path) for path, _ in files):
+        return None
+    if sum(_size(path) for path, _ in files) < PARALLEL_MIN_BYTES or not import_pool.can_fork():
+        return None
+    return import_pool.start()
+
+
+def _import_parallel(
+    pool,
+    files: list[tuple[Path | str, str]],
+    fmt: str | None,
+    target: _Target,
+    seen: set[str],
+    pending: _Pending,
+    result: ImportResult,
+    progress: ProgressCallback | None,
+) -> bool:
+    """The files read by worker processes (traces.import_pool), their traces stored here in file order;
+    True when a file failed (then the others are only checked, as in one pass)."""
+    file_results = [FileResult(name=name) for _, name in files]
+    result.files.extend(file_results)
+    offsets, total = [], 0
+    for path, _ in files:
+        offsets.append(total)
+        total += _size(path)
+    first_seen: list[dict[str, str]] = [{} for _ in files]
+    failed = False
+
+    def on_read(i: int, count: int) -> None:
+        if progress is not None:
+            progress(offsets[i] + count, result.traces + len(pending.items))
+
+    try:
+        with pool:
+            events = import_pool.events(
+                pool, [(Path(p), n) for p, n in files], fmt, result.keep_annotations, on_read
+            )
+            for kind, i, value in events:
+                file_result = file_results[i]
+                if file_result.error:
+                    continue  # a failed file is read no further
+                try:
+                    if kind == "file":
+                        file_result.format = value
+                    elif kind == "trace":
+                        importers.check_unique_id(
+                            first_seen[i], value.external_id, value.line_no, value.record_no, file_result.name
+                        )
+                        if not failed:
+                            _add(value, file_result, seen, pending, target, result)
+                    elif kind == "unique?":
+                        importers.check_unique_id(first_seen[i], *value, file_result.name)
+                    elif kind == "error":
+                        raise TraceFormatError(value)
+                    elif kind == "end":
+                        first_seen[i] = {}
+                except TraceFormatError as error:
+                    file_result.error = str(error)
+                    failed = True
+    finally:
+        pool.terminate()
+    return failed
 
 
 def _parser(fmt: str, name: str):
@@ -389,32 +447,13 @@ def _parser(fmt: str, name: str):
     return module
 
 
-def _check_record(record: TraceRecord, name: str) -> None:
-    """Defence in depth: every parser validates, but rows must never hold an unknown kind or a bad parent."""
-    for i, step in enumerate(record.steps):
-        if step.kind not in STEP_KINDS:
-            raise TraceFormatError(
-                f"unknown step kind {step.kind!r}",
-                file=name,
-                record=record.record_no,
-                field=f"steps[{i}].kind",
-            )
-        if step.parent is not None and not 0 <= step.parent < len(record.steps):
-            raise TraceFormatError(
-                f"parent {step.parent} is not a step of this trace",
-                file=name,
-                record=record.record_no,
-                field=f"steps[{i}].parent",
-            )
-
-
 @dataclass
 class _Pending:
-    """Records parsed and not yet written: (record, digest, its step values, its file's result), and the
-    writer still sending the chunk before them."""
+    """Traces prepared and not yet written, with their file's result, and the writer still sending the
+    chunk before them."""
 
     writer: _CopyWriter
-    items: list[tuple[TraceRecord, str, list[tuple], FileResult]] = field(default_factory=list)
+    items: list[tuple[Prepared, FileResult]] = field(default_factory=list)
     steps: int = 0
 
 
@@ -464,43 +503,62 @@ def _flush(pending: _Pending, target: _Target, result: ImportResult) -> None:
     if not chunk:
         return
     pending.writer.wait()  # the connection is the writer's until its chunk is stored
-    existing = target.duplicates_of([d for _, d, _, _ in chunk])
-    fresh = [item for item in chunk if item[1] not in existing]
-    for record, digest, _, file_result in chunk:
-        if digest in existing:
-            trace_id, batch_id = existing[digest]
+    existing = target.duplicates_of([item.digest for item, _ in chunk])
+    fresh = [(item, file_result) for item, file_result in chunk if item.digest not in existing]
+    for item, file_result in chunk:
+        if item.digest in existing:
+            trace_id, batch_id = existing[item.digest]
             file_result.duplicates += 1
             if target.batch is None or batch_id != target.batch.pk:
                 result.duplicate_batches[batch_id] += 1
-            if record.annotations and result.keep_annotations:
-                result.annotations.append(
-                    (trace_id, record.external_id, record.annotations, file_result.name)
-                )
+            if item.annotations and result.keep_annotations:
+                result.annotations.append((trace_id, item.external_id, item.annotations, file_result.name))
     if not fresh:
         return
     batch = target.get()
-    rows = [_trace_values(record, digest, len(steps), file.format) for record, digest, steps, file in fresh]
     if connection.vendor == "postgresql":
-        trace_ids = _next_trace_ids(len(rows))
+        trace_ids = _next_trace_ids(len(fresh))
+        now = timezone.now().isoformat().encode()
         pending.writer.submit(
-            _trace_copy_data(batch.pk, trace_ids, rows, [record.raw_json for record, _, _, _ in fresh]),
-            list(_step_copy_data(trace_ids, [steps for _, _, steps, _ in fresh])),
+            b"".join(
+                b"%d\t%d\t%s%s" % (trace_id, batch.pk, now, item.trace_tail)
+                for trace_id, (item, _) in zip(trace_ids, fresh, strict=True)
+            ),
+            _step_pieces(trace_ids, [item.step_body for item, _ in fresh]),
         )
     else:
+        rows = [
+            _trace_values(item.record, item.digest, item.step_count, file_result.format)
+            for item, file_result in fresh
+        ]
         trace_ids = [t.pk for t in Trace.objects.bulk_create([Trace(batch=batch, **row) for row in rows])]
         Step.objects.bulk_create(
             [
                 Step(trace_id=trace_id, **dict(zip(Step.DATA_FIELDS, values, strict=True)))
-                for trace_id, (_, _, steps, _) in zip(trace_ids, fresh, strict=True)
-                for values in steps
+                for trace_id, (item, _) in zip(trace_ids, fresh, strict=True)
+                for values in item.steps
             ],
             batch_size=2000,
         )
-    for trace_id, (record, _, steps, file_result) in zip(trace_ids, fresh, strict=True):
-        if record.annotations and result.keep_annotations:
-            result.annotations.append((trace_id, record.external_id, record.annotations, file_result.name))
+    for trace_id, (item, file_result) in zip(trace_ids, fresh, strict=True):
+        if item.annotations and result.keep_annotations:
+            result.annotations.append((trace_id, item.external_id, item.annotations, file_result.name))
         file_result.traces += 1
-        file_result.steps += len(steps)
+        file_result.steps += item.step_count
+
+
+def _step_pieces(trace_ids: list[int], bodies: list[bytes]) -> list[bytes]:
+    """The chunk's step rows in pieces of about a megabyte (COPY takes them as they come)."""
+    pieces, piece, size = [], [], 0
+    for trace_id, body in zip(trace_ids, bodies, strict=True):
+        piece.append(step_rows(trace_id, body))
+        size += len(body)
+        if size >= 1 << 20:
+            pieces.append(b"".join(piece))
+            piece, size = [], 0
+    if piece:
+        pieces.append(b"".join(piece))
+    return pieces
 
 
 def _trace_values(record: TraceRecord, digest: str, step_count: int, fmt: str) -> dict:
@@ -522,26 +580,7 @@ def _trace_values(record: TraceRecord, digest: str, step_count: int, fmt: str) -
     }
 
 
-# PostgreSQL's COPY text format: a row per line, tab between columns, \N for NULL, and these four
-# characters escaped in values. Rows are written as ready text rather than through write_row's per-value
-# conversion.
-
-
-def _esc(text: str) -> str:
-    """`text` escaped for COPY. A search per character (C speed) finds most values need nothing;
-    str.translate with a replacement table would look every character up in a dict, 30x slower."""
-    if "\\" in text:
-        text = text.replace("\\", "\\\\")
-    if "\n" in text:
-        text = text.replace("\n", "\\n")
-    if "\t" in text:
-        text = text.replace("\t", "\\t")
-    if "\r" in text:
-        text = text.replace("\r", "\\r")
-    return text
-
-
-_NULL = "\\N"
+# The COPY text of the rows is made by traces.rows.
 _TRACE_COPY_COLUMNS = (
     "id",
     "batch_id",
@@ -566,10 +605,6 @@ _TRACE_COPY_SQL = f"COPY traces_trace ({', '.join(_TRACE_COPY_COLUMNS)}) FROM ST
 _STEP_COPY_SQL = "COPY traces_step ({}) FROM STDIN".format(", ".join(f'"{c}"' for c in STEP_COLUMNS))
 
 
-def _json_text(value) -> str:
-    return _esc(limits.dump_json(value).decode("utf-8", "surrogatepass"))
-
-
 def _next_trace_ids(count: int) -> list[int]:
     with connection.cursor() as cursor:
         cursor.execute(
@@ -577,117 +612,3 @@ def _next_trace_ids(count: int) -> list[int]:
             [count],
         )
         return [row[0] for row in cursor.fetchall()]
-
-
-def _trace_copy_data(batch_id: int, ids: list[int], rows: list[dict], raw_json: list[bytes | None]) -> bytes:
-    """The COPY text of the trace rows. The raw record goes in as the JSON text the size check made of it
-    (importers.guarded), not serialised a second time."""
-    now = timezone.now().isoformat()
-    lines = []
-    for trace_id, row, raw in zip(ids, rows, raw_json, strict=True):
-        if raw is not None:
-            raw_text = _esc(raw.decode("utf-8", "surrogatepass"))
-        elif row["raw"] is None:
-            raw_text = _NULL
-        else:
-            raw_text = _json_text(row["raw"])
-        score = row["score"]
-        fields = (
-            str(trace_id),
-            str(batch_id),
-            now,
-            _esc(row["external_id"]),
-            row["content_hash"],
-            _esc(row["task"]),
-            _esc(row["system"]),
-            _esc(row["model"]),
-            _esc(row["benchmark"]),
-            row["outcome"],
-            _NULL if score is None else repr(float(score)),
-            _json_text(row["metadata"]),
-            _json_text(row["answer_key"]),
-            raw_text,
-            row["source_format"],
-            str(row["step_count"]),
-        )
-        lines.append("\t".join(fields))
-    return _copy_bytes(lines)
-
-
-def _copy_bytes(lines: list[str]) -> bytes:
-    return ("\n".join(lines) + "\n").encode("utf-8")
-
-
-def _step_copy_data(trace_ids: list[int], steps_of: list[list[tuple]]) -> Iterator[bytes]:
-    """The COPY text of the step rows of these traces, in pieces of a few thousand rows."""
-    null = _NULL
-    lines: list[str] = []
-    for trace_id, steps in zip(trace_ids, steps_of, strict=True):
-        tid = str(trace_id)
-        for (
-            index,
-            parent,
-            depth,
-            agent,
-            role,
-            kind,
-            content,
-            tool_name,
-            args,
-            call_id,
-            ts,
-            tokens,
-            ms,
-        ) in steps:
-            lines.append(
-                "\t".join(
-                    (
-                        tid,
-                        str(index),
-                        null if parent is None else str(parent),
-                        str(depth),
-                        _esc(agent),
-                        _esc(role),
-                        kind,
-                        _esc(content),
-                        _esc(tool_name),
-                        null if args is None else _json_text(args),
-                        _esc(call_id),
-                        _esc(ts),
-                        null if tokens is None else str(tokens),
-                        null if ms is None else str(ms),
-                    )
-                )
-            )
-        if len(lines) >= 5_000:
-            yield _copy_bytes(lines)
-            lines = []
-    if lines:
-        yield _copy_bytes(lines)
-
-
-def _step_values(record: TraceRecord) -> Iterator[tuple]:
-    """Each step's stored values in Step.DATA_FIELDS order (length limits applied, arguments as objects):
-    the one place that says what a stored step is, for the rows and for the content key."""
-    depths: list[int] = []
-    for index, step in enumerate(record.steps):
-        parent = step.parent
-        depth = (
-            depths[parent] + 1 if parent is not None and parent < index else (1 if parent is not None else 0)
-        )
-        depths.append(depth)
-        yield (
-            index,
-            parent,
-            min(depth, 32767),
-            step.agent[:200],
-            step.role[:40],
-            step.kind,
-            step.content,
-            step.tool_name[:200],
-            step.tool_args,
-            step.tool_call_id[:200],
-            (step.timestamp or "")[:64],
-            step.tokens,
-            step.duration_ms,
-        )

@@ -194,14 +194,19 @@ def require_records(
 def parse_file(stream: BinaryIO, filename: str, head: bytes, fmt: str | None = None) -> Iterator[TraceRecord]:
     """The one way to read a file's traces: detect (or check the forced format) on ``head``, the file's
     first bytes, then stream ``stream`` through the parser, failing loudly on an empty or wrong file."""
+    fmt = file_format(head, filename, fmt)
+    yield from require_records(FORMATS[fmt].parse(stream, filename), filename, fmt, head)
+
+
+def file_format(head: bytes, filename: str, fmt: str | None = None) -> str:
+    """The format a file is read in: ``fmt`` checked against the file's first bytes, or detected."""
     if fmt:
         get_format(fmt)  # an unknown name: the error lists the known ones
         if fmt not in FORMATS:
             raise TraceFormatError(f"format {fmt!r} reads folders and Hub repos, not files", file=filename)
         check_forced_format(head, filename, fmt)
-    else:
-        fmt = detect_head(head, filename)
-    yield from require_records(FORMATS[fmt].parse(stream, filename), filename, fmt, head)
+        return fmt
+    return detect_head(head, filename)
 
 
 def detect_format(path: Path) -> str:
@@ -226,10 +231,6 @@ def iter_records(path: Path, fmt: str | None = None) -> Iterator[TraceRecord]:
         yield from parse_file(fh, str(path), head, fmt)
 
 
-def _position(record: TraceRecord) -> str:
-    return f"line {record.line_no}" if record.line_no is not None else f"record {record.record_no}"
-
-
 def guarded(
     records: Iterable[TraceRecord], filename: str, *, unique_ids: bool = True
 ) -> Iterator[TraceRecord]:
@@ -243,26 +244,39 @@ def guarded(
     """
     first_seen: dict[str, str] = {}
     for record in records:
-        here = _position(record)
-        line = record.line_no
-        number = None if line is not None else (record.record_no or None)
-        extra = 0 if record.raw is not None else sum(len(step.content) for step in record.steps)
-        try:
-            raw_json = limits.check_record(record.raw, extra_bytes=extra)
-        except limits.LimitExceeded as exc:
-            raise TraceFormatError(str(exc), file=filename, record=number, line=line) from None
-        first = first_seen.setdefault(record.external_id, here) if unique_ids else here
-        if first != here:
-            raise TraceFormatError(
-                f"duplicate trace id {record.external_id!r}: {here} repeats the id of {first}; "
-                "every trace in a file needs its own id",
-                file=filename,
-                record=number,
-                line=line,
-            )
-        if record.raw is not None:
-            record.raw_json = raw_json  # measured once, stored as is
+        check_size(record, filename)
+        if unique_ids:
+            check_unique_id(first_seen, record.external_id, record.line_no, record.record_no, filename)
         yield record
+
+
+def check_size(record: TraceRecord, filename: str) -> None:
+    """The record fits in a row (see guarded); its JSON is kept on it (`raw_json`) to be stored as is."""
+    line = record.line_no
+    extra = 0 if record.raw is not None else sum(len(step.content) for step in record.steps)
+    try:
+        raw_json = limits.check_record(record.raw, extra_bytes=extra)
+    except limits.LimitExceeded as exc:
+        number = None if line is not None else (record.record_no or None)
+        raise TraceFormatError(str(exc), file=filename, record=number, line=line) from None
+    if record.raw is not None:
+        record.raw_json = raw_json  # measured once, stored as is
+
+
+def check_unique_id(
+    first_seen: dict[str, str], external_id: str, line: int | None, record_no: int, filename: str
+) -> None:
+    """No trace id used twice in a file (see guarded); `first_seen` maps the ids seen to where."""
+    here = f"line {line}" if line is not None else f"record {record_no}"
+    first = first_seen.setdefault(external_id, here)
+    if first != here:
+        raise TraceFormatError(
+            f"duplicate trace id {external_id!r}: {here} repeats the id of {first}; "
+            "every trace in a file needs its own id",
+            file=filename,
+            record=None if line is not None else (record_no or None),
+            line=line,
+        )
 
 
 def is_source(path: Path | str) -> bool:
@@ -310,10 +324,13 @@ __all__ = [
     "TraceFormatError",
     "TraceRecord",
     "check_forced_format",
+    "check_size",
+    "check_unique_id",
     "describe_head",
     "detect_format",
     "detect_head",
     "detect_source",
+    "file_format",
     "get_format",
     "guarded",
     "is_source",

@@ -183,13 +183,22 @@ def _no_nan(token: str) -> None:
     return None
 
 
-def loads(data: bytes | str, filename: str, *, record: int | None = None, line: int | None = None) -> Any:
+def loads(
+    data: bytes | str,
+    filename: str,
+    *,
+    record: int | None = None,
+    line: int | None = None,
+    checked: bool = False,
+) -> Any:
     """``json.loads`` for one record, with errors that point at the file/record/line.
 
-    The bytes are scanned for depth and value length first: ``json.loads`` recurses once per level.
+    The bytes are scanned for depth and value length first (unless `checked`: they were, with others):
+    ``json.loads`` recurses once per level.
     """
     try:
-        limits.check_json_bytes(data)
+        if not checked:
+            limits.check_json_bytes(data)
         return limits.fast_loads(data, parse_constant=_no_nan)
     except (limits.LimitExceeded, RecursionError) as exc:
         message = (
@@ -206,11 +215,16 @@ def loads(data: bytes | str, filename: str, *, record: int | None = None, line: 
         ) from None
 
 
-def iter_jsonl(stream: BinaryIO, filename: str) -> Iterator[tuple[int, Any]]:
+def iter_jsonl(
+    stream: BinaryIO, filename: str, first_line: int = 1, *, checked: bool = False
+) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_no, value)`` per non-blank line; memory is one line at a time, and a line may be
-    no longer than one record may be."""
+    no longer than one record may be. `first_line`: the number of the stream's first line (a piece of a
+    file read by an import worker). `checked`: the whole stream is within the depth and value limits
+    (limits.within), so its lines need no scan of their own: a line that is read follows lines that were
+    valid JSON, hence starts outside any string or bracket, and is no deeper than the whole."""
     cap = limits.current().max_record_bytes
-    line_no = 0
+    line_no = first_line - 1
     while raw := stream.readline(cap + 1):
         line_no += 1
         if len(raw) > cap and not raw.endswith(b"\n"):
@@ -219,7 +233,7 @@ def iter_jsonl(stream: BinaryIO, filename: str) -> Iterator[tuple[int, Any]]:
             )
         if not raw.strip():
             continue
-        yield line_no, loads(raw, filename, line=line_no)
+        yield line_no, loads(raw, filename, line=line_no, checked=checked)
 
 
 def load_single(stream: BinaryIO, filename: str) -> Any:

@@ -214,6 +214,12 @@ def check_json_bytes(data: bytes | str, limits: Limits | None = None) -> None:
     JsonScanner(bounds).check(data)
 
 
+def within(data: bytes) -> bool:
+    """Whether JSON bytes (one document or several, one a line) are within the depth and value limits."""
+    scanner = JsonScanner()
+    return scanner.feed(data) == len(data) and scanner.error is None and not scanner.in_string
+
+
 def check_record(raw: Any, extra_bytes: int = 0, limits: Limits | None = None) -> bytes:
     """The last gate before a record becomes rows: its JSON must fit in a row. Returns that JSON (UTF-8),
     which the import stores as is, so the record is serialised once.

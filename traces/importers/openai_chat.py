@@ -38,14 +38,25 @@ def sniff(head: bytes, filename: str) -> bool:
     return False
 
 
-def parse(stream: BinaryIO, filename: str) -> Iterator[TraceRecord]:
+def splits_by_line(head: bytes) -> bool:
+    """JSONL (not a JSON array): every line is a trace, so an import may hand pieces of the file to worker
+    processes."""
+    return first_char(head) != "["
+
+
+def parse(
+    stream: BinaryIO, filename: str, *, first_line: int = 1, first_record: int = 1, checked: bool = False
+) -> Iterator[TraceRecord]:
+    """`first_line`, `first_record`: the numbers of the stream's first line and trace (a piece of a JSONL
+    file; a trace without an id is named by its number in the whole file); `checked`: see native.parse."""
     stem = PurePath(filename).stem
     head, stream = peek(stream)
     if first_char(head) == "[":
         for n, obj in iter_array(stream, filename):
             yield _record(obj, Ctx(filename, record=n), n, stem)
     else:
-        for n, (line_no, obj) in enumerate(iter_jsonl(stream, filename), start=1):
+        lines = iter_jsonl(stream, filename, first_line, checked=checked)
+        for n, (line_no, obj) in enumerate(lines, start=first_record):
             record = _record(obj, Ctx(filename, record=n, line=line_no), n, stem)
             record.line_no = line_no
             yield record
