@@ -112,6 +112,13 @@ def compare_batches(data: SignatureInput, a: str, b: str) -> BatchComparison:
             code = grouping.code_of(name)
             if code is not None:
                 counts[side], totals[side] = sums[code], int(sizes[code])
+    return batch_comparison(keys, a, b, (counts[0], counts[1]), (totals[0], totals[1]))
+
+
+def batch_comparison(
+    keys: list[str], a: str, b: str, counts: tuple[np.ndarray, np.ndarray], totals: tuple[int, int]
+) -> BatchComparison:
+    """The comparison from each batch's per-mode counts and trace total (also what the tallies give)."""
     pa, pb = proportions(keys, counts[0], totals[0]), proportions(keys, counts[1], totals[1])
     diff, low, high = newcombe_difference(counts[0], totals[0], counts[1], totals[1])
     empty = a if totals[0] == 0 else b

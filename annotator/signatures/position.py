@@ -13,10 +13,21 @@ import numpy as np
 from annotator.signatures.inputs import SignatureInput
 from annotator.signatures.results import AgentCount, EvidencePositions
 
-__all__ = ["DECILES", "UNKNOWN_AGENT", "evidence_positions"]
+__all__ = ["DECILES", "UNKNOWN_AGENT", "decile_counts", "evidence_positions"]
 
 DECILES = 10
 UNKNOWN_AGENT = "(unnamed agent)"
+
+
+def decile_counts(data: SignatureInput) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(which evidence points can be placed, their modes, modes x deciles counts)."""
+    ev = data.evidence
+    n_modes = len(data.modes)
+    valid = (ev.step >= 0) & (ev.step < ev.step_count)
+    decile = (DECILES * ev.step[valid]) // ev.step_count[valid]
+    mode = ev.mode[valid]
+    by_mode = np.bincount(mode * DECILES + decile, minlength=n_modes * DECILES).reshape(n_modes, DECILES)
+    return valid, mode, by_mode
 
 
 def evidence_positions(data: SignatureInput) -> EvidencePositions:
@@ -28,10 +39,7 @@ def evidence_positions(data: SignatureInput) -> EvidencePositions:
     """
     ev = data.evidence
     n_modes = len(data.modes)
-    valid = (ev.step >= 0) & (ev.step < ev.step_count)
-    decile = (DECILES * ev.step[valid]) // ev.step_count[valid]
-    mode = ev.mode[valid]
-    by_mode = np.bincount(mode * DECILES + decile, minlength=n_modes * DECILES).reshape(n_modes, DECILES)
+    valid, mode, by_mode = decile_counts(data)
     agents = _by_agent(ev.agent.codes[valid], ev.agent.names, mode, n_modes)
     attributed: tuple[AgentCount, ...] = ()
     n_attributed = 0

@@ -21,15 +21,17 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from annotator.agreement.results import Estimate
 from annotator.signatures._common import proportions
-from annotator.signatures.contrast import FATAL_MIN_RELATIVE_INCREASE, MIN_TRACES_PER_OUTCOME, _contrast
+from annotator.signatures.contrast import (
+    FATAL_MIN_RELATIVE_INCREASE,
+    MIN_TRACES_PER_OUTCOME,
+    _contrast,
+    batch_comparison,
+)
 from annotator.signatures.inputs import FAILURE, ModeInfo, SignatureInput
-from annotator.signatures.intervals import newcombe_difference
-from annotator.signatures.position import DECILES, UNKNOWN_AGENT
+from annotator.signatures.position import UNKNOWN_AGENT, decile_counts
 from annotator.signatures.prevalence import ALL, OUTCOMES, _from_histogram
 from annotator.signatures.results import (
-    NO_TRACES,
     AgentCount,
     BatchComparison,
     CategoryInfo,
@@ -38,7 +40,6 @@ from annotator.signatures.results import (
     FailureVector,
     FailureVectors,
     GroupRates,
-    ModeChange,
     ModesPerTrace,
     OutcomeContrast,
     Prevalence,
@@ -226,10 +227,7 @@ def _vectors(labels: NDArray[np.bool_], outcome: NDArray[np.int8]) -> dict[str, 
 def _positions(data: SignatureInput) -> dict:
     ev = data.evidence
     n_modes = len(data.modes)
-    valid = (ev.step >= 0) & (ev.step < ev.step_count)
-    decile = (DECILES * ev.step[valid]) // ev.step_count[valid]
-    mode = ev.mode[valid]
-    by_mode = np.bincount(mode * DECILES + decile, minlength=n_modes * DECILES).reshape(n_modes, DECILES)
+    valid, mode, by_mode = decile_counts(data)
     attributed = {}
     if ev.attributed is not None:
         codes = ev.attributed.codes[valid]
@@ -392,16 +390,4 @@ def _agent_counts(per_agent: Counts) -> tuple[AgentCount, ...]:
 def _compare_batches(t: Tallies, keys: list[str], a: str, b: str) -> BatchComparison:
     empty = np.zeros(1 + len(keys), dtype=np.int64)
     side_a, side_b = t.batches.get(a, empty), t.batches.get(b, empty)
-    counts, totals = (side_a[1:], side_b[1:]), (int(side_a[0]), int(side_b[0]))
-    pa, pb = proportions(keys, counts[0], totals[0]), proportions(keys, counts[1], totals[1])
-    diff, low, high = newcombe_difference(counts[0], totals[0], counts[1], totals[1])
-    missing = a if totals[0] == 0 else b
-    rows = []
-    for j, key in enumerate(keys):
-        if totals[0] == 0 or totals[1] == 0:
-            undefined = Estimate.undefined(NO_TRACES, f"no traces in {missing}")
-            rows.append(ModeChange(key, pa[j], pb[j], undefined, None, None, False))
-            continue
-        lo, hi = float(low[j]), float(high[j])
-        rows.append(ModeChange(key, pa[j], pb[j], Estimate.of(diff[j]), lo, hi, lo > 0 or hi < 0))
-    return BatchComparison(a, b, totals[0], totals[1], "newcombe_hybrid_score", tuple(rows))
+    return batch_comparison(keys, a, b, (side_a[1:], side_b[1:]), (int(side_a[0]), int(side_b[0])))
