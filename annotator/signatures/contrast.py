@@ -57,13 +57,21 @@ def outcome_contrast(data: SignatureInput) -> OutcomeContrast:
     keys = [mode.code for mode in data.modes]
     k_f = data.labels[failed].sum(axis=0, dtype=np.int64)
     k_s = data.labels[successful].sum(axis=0, dtype=np.int64)
+    return contrast_from_counts(keys, (k_f, n_f), (k_s, n_s), data.n_traces)
+
+
+def contrast_from_counts(
+    keys: list[str], failed: tuple[np.ndarray, int], successful: tuple[np.ndarray, int], n_traces: int
+) -> OutcomeContrast:
+    """The contrast from each outcome's per-mode counts and trace total (also what the tallies give)."""
+    (k_f, n_f), (k_s, n_s) = failed, successful
     in_failed = proportions(keys, k_f, n_f)
     in_successful = proportions(keys, k_s, n_s)
     rows = tuple(_contrast(key, pf, ps) for key, pf, ps in zip(keys, in_failed, in_successful, strict=True))
     return OutcomeContrast(
         n_failed=n_f,
         n_successful=n_s,
-        n_unknown=int(data.n_traces - n_f - n_s),
+        n_unknown=int(n_traces - n_f - n_s),
         fatal_min_relative_increase=FATAL_MIN_RELATIVE_INCREASE,
         min_traces_per_outcome=MIN_TRACES_PER_OUTCOME,
         modes=rows,

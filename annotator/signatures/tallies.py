@@ -23,10 +23,8 @@ from numpy.typing import NDArray
 
 from annotator.signatures._common import proportions
 from annotator.signatures.contrast import (
-    FATAL_MIN_RELATIVE_INCREASE,
-    MIN_TRACES_PER_OUTCOME,
-    _contrast,
     batch_comparison,
+    contrast_from_counts,
 )
 from annotator.signatures.inputs import FAILURE, ModeInfo, SignatureInput
 from annotator.signatures.position import UNKNOWN_AGENT, decile_counts
@@ -307,16 +305,8 @@ def _modes_per_trace(t: Tallies) -> ModesPerTrace:
 
 def _outcome_contrast(t: Tallies, keys: list[str]) -> OutcomeContrast:
     failed, successful = t.outcome[FAILURE + 1], t.outcome[0 + 1]
-    n_f, n_s = int(failed[0]), int(successful[0])
-    in_failed = proportions(keys, failed[1:], n_f)
-    in_successful = proportions(keys, successful[1:], n_s)
-    return OutcomeContrast(
-        n_failed=n_f,
-        n_successful=n_s,
-        n_unknown=int(t.n_traces - n_f - n_s),
-        fatal_min_relative_increase=FATAL_MIN_RELATIVE_INCREASE,
-        min_traces_per_outcome=MIN_TRACES_PER_OUTCOME,
-        modes=tuple(_contrast(k, pf, ps) for k, pf, ps in zip(keys, in_failed, in_successful, strict=True)),
+    return contrast_from_counts(
+        keys, (failed[1:], int(failed[0])), (successful[1:], int(successful[0])), t.n_traces
     )
 
 
