@@ -100,7 +100,12 @@ class Trace(models.Model):
 
 class Step(models.Model):
     # No index of its own: the unique (trace, index) constraint's index serves every lookup by trace.
-    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="steps", db_index=False)
+    # No foreign-key constraint either: a row-by-row check of every step cost an import as much as the COPY
+    # of its steps (issue 14). Migration traces 0010 keeps the same guarantee with set-based triggers: an
+    # insert or update naming a missing trace fails, and deleting a trace deletes its steps.
+    trace = models.ForeignKey(
+        Trace, on_delete=models.CASCADE, related_name="steps", db_index=False, db_constraint=False
+    )
     index = models.PositiveIntegerField()
     # Parent by index rather than by FK: bulk COPY needs no ids, and nesting is per trace anyway.
     parent_index = models.PositiveIntegerField(null=True, blank=True)
