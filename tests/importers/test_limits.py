@@ -235,3 +235,55 @@ def test_detecting_the_format_of_a_deeply_nested_file_does_not_crash(tmp_path: P
     assert detect_format(path) == "native"
     with pytest.raises(TraceFormatError, match=r"line 1: nested deeper than 100 levels"):
         list(iter_records(path))
+
+
+def _random_json(rng, depth: int) -> object:
+    """A JSON value nested up to `depth`, with strings full of brackets, quotes and backslashes."""
+    alphabet = ['"', "\\", "[", "]", "{", "}", "a", " ", "\n", "é"]
+    kind = rng.random()
+    if depth <= 0 or kind < 0.3:
+        return "".join(rng.choice(alphabet) for _ in range(rng.randrange(6)))
+    if kind < 0.4:
+        return rng.choice([1, -2.5, True, None, ""])
+    if kind < 0.7:
+        return [_random_json(rng, depth - 1) for _ in range(rng.randrange(4))]
+    return {_random_json(rng, 0): _random_json(rng, depth - 1) for _ in range(rng.randrange(4))}
+
+
+def _scanner_within(data: bytes, max_depth: int) -> bool:
+    scanner = limits.JsonScanner(limits.Limits(max_depth=max_depth))
+    return scanner.feed(data) == len(data) and scanner.error is None and not scanner.in_string
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_skeleton_check_of_a_piece_agrees_with_the_scanner(seed: int):
+    """The import workers check a piece's nesting from its skeleton: it must accept exactly the valid
+    documents the scanner accepts, and never accept what the scanner refuses (cut or corrupted bytes
+    included; refusing those is safe, each line is then scanned on its own)."""
+    import random
+
+    rng = random.Random(seed)
+    for _ in range(40):
+        max_depth = rng.randrange(1, 8)
+        lines = [
+            json.dumps(_random_json(rng, rng.randrange(10)), ensure_ascii=rng.random() < 0.5)
+            for _ in range(3)
+        ]
+        data = ("\n".join(lines) + "\n").encode()
+        assert limits._nesting_within(data, max_depth) == _scanner_within(data, max_depth), data
+        cut = data[: rng.randrange(len(data) + 1)]
+        if rng.random() < 0.5:
+            at = rng.randrange(len(cut) + 1)
+            cut = cut[:at] + rng.choice([b'"', b"\\", b"[", b"}", b'\\"']) + cut[at:]
+        if limits._nesting_within(cut, max_depth):
+            assert _scanner_within(cut, max_depth), cut
+
+
+def test_the_skeleton_check_counts_nesting_one_level_per_pass():
+    assert limits._nesting_within(b'{"a": [{"b": [1]}]}\n', 4)
+    assert not limits._nesting_within(b'{"a": [{"b": [1]}]}\n', 3)
+    assert limits._nesting_within(b'{"a": "[[[[[[", "b": "\\"[[[["}\n', 1)
+    assert not limits._nesting_within(b'{"a": "open\n', 5)  # a string left open
+    assert not limits._nesting_within(b"[[[]]\n", 5)  # unbalanced: for the scanner to judge
+    assert limits.within(b"[" * 100 + b"]" * 100 + b"\n")
+    assert not limits.within(b"[" * 101 + b"]" * 101 + b"\n")

@@ -302,7 +302,9 @@ def first_line(head: bytes) -> Any:
             if not raw.endswith(b"\n") and len(head) >= HEAD_SIZE:
                 return None
             try:
-                return json.loads(raw, parse_constant=_no_nan)
+                # fast_loads: several sniffers parse the same head (a whole .traj file) for each file of a
+                # folder, and json's own decoder cost a tenth of such an import.
+                return limits.fast_loads(raw, parse_constant=_no_nan)
             except (ValueError, UnicodeDecodeError, RecursionError):  # the parser names the problem later
                 return None
     return None

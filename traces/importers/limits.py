@@ -209,15 +209,55 @@ def check_json_bytes(data: bytes | str, limits: Limits | None = None) -> None:
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogatepass")
     bounds = limits or _limits
-    if len(data) <= bounds.max_value_bytes and data.count(b"[") + data.count(b"{") <= bounds.max_depth:
-        return  # too few brackets to nest too deep, too short to hold a too-long value
+    if len(data) <= bounds.max_value_bytes and (
+        data.count(b"[") + data.count(b"{") <= bounds.max_depth or _nesting_within(data, bounds.max_depth)
+    ):
+        return  # too short to hold a too-long value, and not nested too deep
     JsonScanner(bounds).check(data)
 
 
 def within(data: bytes) -> bool:
     """Whether JSON bytes (one document or several, one a line) are within the depth and value limits."""
+    if len(data) <= _limits.max_value_bytes:
+        return _nesting_within(data, _limits.max_depth)
     scanner = JsonScanner()
     return scanner.feed(data) == len(data) and scanner.error is None and not scanner.in_string
+
+
+# Every byte but quotes and brackets, deleted to keep a document's skeleton; brackets of both kinds as one.
+_NOT_SKELETON = bytes(b for b in range(256) if b not in b'"[]{}')
+_PARENS = bytes.maketrans(b"[{]}", b"(())")
+_QUOTED = re.compile(rb'"[^"]*"')
+
+
+def _nesting_within(data: bytes, max_depth: int) -> bool:
+    """Whether complete JSON documents nest at most `max_depth` deep, from their skeleton: False also when
+    the bytes are not balanced (then the scanner looks at each document and says where and why).
+
+    Bytes shorter than the value limit cannot hold too long a value, so only nesting is left to check, and
+    it needs no pass over the bytes in Python: C-speed passes delete everything but quotes and brackets,
+    drop adjacent quote pairs (empty strings in the skeleton: removing two adjacent quotes leaves every other
+    byte on the same side of every string, so most strings go at no cost), cut the rare strings that hold
+    brackets, and remove innermost bracket pairs one level per pass (``bytes.replace`` does not rescan what
+    it replaced), so a skeleton that is empty after `max_depth` passes nests no deeper than that. Some 5-10
+    times faster than the scanner's vectorised path on an import's pieces (issue 14)."""
+    text = data.replace(b"\\\\", b"__").replace(b'\\"', b"__")
+    if text.endswith(b"\\"):  # a lone backslash is only possible inside a string left open
+        return False
+    skeleton = text.translate(None, _NOT_SKELETON).replace(b'""', b"")
+    if b'"' in skeleton:
+        if skeleton.count(b'"') % 2:
+            return False  # a string is left open
+        skeleton = _QUOTED.sub(b"", skeleton)
+    nest = skeleton.translate(_PARENS)
+    for _ in range(max_depth):
+        if not nest:
+            return True
+        inner = nest.replace(b"()", b"")
+        if len(inner) == len(nest):
+            return False  # unbalanced brackets: malformed, for the careful path to report
+        nest = inner
+    return not nest
 
 
 def check_record(raw: Any, extra_bytes: int = 0, limits: Limits | None = None) -> bytes:
