@@ -173,7 +173,7 @@ def check_payload(
             errors.append("Choose which failure mode is the primary one")
     if payload.confidence is not None and not 1 <= payload.confidence <= 5:
         errors.append("Confidence must be from 1 to 5")
-    errors += _missing_steps(assignment.trace_id, payload)
+    errors += _missing_steps(assignment.trace_id, payload, getattr(assignment, "trace_step_count", None))
     if submitting and not payload.labels and not payload.no_failure:
         errors.append("Choose at least one failure mode, or mark “No failure observed”")
     if submitting and payload.labels and payload.no_failure:
@@ -183,8 +183,13 @@ def check_payload(
     return modes
 
 
-def _missing_steps(trace_id: int, payload: AnnotationPayload) -> list[str]:
+def _missing_steps(trace_id: int, payload: AnnotationPayload, step_count: int | None = None) -> list[str]:
+    """The evidence steps that are not steps of the trace. An import numbers a trace's steps 0 to
+    step_count - 1, so with `step_count` known (read under the save's lock) steps in that range need no
+    query; only others are looked up, so a trace written some other way still has the last word."""
     wanted = {item.step for label in payload.labels for item in label.evidence}
+    if step_count is not None:
+        wanted = {step for step in wanted if not 0 <= step < step_count}
     if not wanted:
         return []
     found = set(
@@ -313,8 +318,8 @@ def _check_gate(assignment: Assignment, actor) -> None:
 
 
 def _lock(assignment: Assignment) -> Assignment:
-    """The assignment row, locked, read with its annotation (if any) and the two facts of the lock rule
-    (`round_closed`, `open_recheck`) in one query.
+    """The assignment row, locked, read with its annotation (if any), the two facts of the lock rule
+    (`round_closed`, `open_recheck`) and its trace's step count (for the evidence check) in one query.
 
     Only the assignment row is locked. On PostgreSQL a save that waited for the lock still sees the
     annotation as it was when its statement started; the conditional UPDATE in `_store` (and the unique
@@ -322,7 +327,11 @@ def _lock(assignment: Assignment) -> Assignment:
     locked = (
         Assignment.objects.select_for_update(of=("self",))
         .select_related("annotation")
-        .annotate(round_closed=_round_closed(), open_recheck=_open_recheck())
+        .annotate(
+            round_closed=_round_closed(),
+            open_recheck=_open_recheck(),
+            trace_step_count=F("trace__step_count"),
+        )
         .get(pk=assignment.pk)
     )
     locked.project = assignment.project

@@ -94,6 +94,22 @@ def test_evidence_steps_must_exist_in_the_trace(slot_a, annotator_a):
         )
 
 
+def test_evidence_beyond_the_step_count_is_still_checked_against_the_steps(slot_a, annotator_a):
+    """A trace whose step count understates its steps (not written by an import) loses no valid evidence,
+    and a step that is in neither is still refused."""
+    Step = slot_a.trace.steps.model
+    Step.objects.create(trace=slot_a.trace, index=500)
+    type(slot_a.trace).objects.filter(pk=slot_a.trace_id).update(step_count=1)
+    saved = do_save_draft(
+        slot_a, AnnotationPayload(labels=labels("FM-1.1", steps=[0, 500])), actor=annotator_a, base_version=0
+    )
+    assert sorted(e["step"] for label in saved.labels.all() for e in label.evidence) == [0, 500]
+    with pytest.raises(AnnotationInvalid, match="Step 501 is not in this trace"):
+        do_save_draft(
+            slot_a, AnnotationPayload(labels=labels("FM-1.1", steps=[501])), actor=annotator_a, base_version=1
+        )
+
+
 def test_single_primary_needs_exactly_one_primary_on_submit(taxonomies, annotator_a):
     project = ProjectFactory(taxonomy_version=taxonomies["agent-failures-6"])
     add_member(project, annotator_a, "annotator")
