@@ -52,13 +52,14 @@ def start(workers: int | None = None):
 
 def events(
     pool,
-    files: list[tuple[Path, str]],
+    files: list[tuple[Path, str, int]],
     fmt: str | None,
     keep_annotations: bool,
     on_read: Callable[[int, int], None],
 ) -> Iterator[tuple[str, int, object]]:
-    """The files' traces, in order, as events (see the module's doc). `on_read(file index, bytes)` reports
-    bytes read of the file being cut into pieces, and of each whole file once it is handed out."""
+    """The traces of `files` ((path, display name, size) triples), in order, as events (see the module's
+    doc). `on_read(file index, bytes)` reports bytes read of the file being cut into pieces, and of each whole
+    file once it is handed out."""
     queue: deque = deque()
     for item in _tasks(pool, files, fmt, keep_annotations, on_read):
         queue.append(item)
@@ -86,8 +87,7 @@ def _tasks(pool, files, fmt, keep, on_read):
         job, batch, batch_bytes = batch, [], 0
         return "async", pool.apply_async(run_files, (job, fmt, keep))
 
-    for i, (path, name) in enumerate(files):
-        size = path.stat().st_size
+    for i, (path, name, size) in enumerate(files):
         if size > PIECE_BYTES:
             # Worth a look here: a JSONL file of traces is cut into pieces, a large file of another kind
             # is streamed here (handed whole to a worker, all its traces would wait in memory at once).

@@ -179,11 +179,15 @@ def do_import_files(
             # chunk, not one round of queries and COPYs per file.
             pending = _Pending(writer=_CopyWriter())
             failed = False  # a file had an error: the others are only checked, to report all errors at once
+            # One system call a file: a folder of thousands of runs was looked at a dozen times per file.
+            sizes = [importers.file_size(path) for path, _ in files]
             try:
-                parallel = _parallel(files, fmt, source_options)
+                parallel = _parallel(sizes, fmt, source_options)
                 if parallel is not None:
-                    failed = _import_parallel(parallel, files, fmt, target, seen, pending, result, progress)
-                for path, name in [] if parallel is not None else files:
+                    failed = _import_parallel(
+                        parallel, files, sizes, fmt, target, seen, pending, result, progress
+                    )
+                for (path, name), size in [] if parallel is not None else zip(files, sizes, strict=True):
                     file_result = FileResult(name=name)
                     result.files.append(file_result)
                     if failed:
@@ -206,7 +210,7 @@ def do_import_files(
                     except TraceFormatError as error:
                         file_result.error = str(error)
                         failed = True
-                    total_before += _size(path)
+                    total_before += size or 0
                 if failed:
                     raise ImportFailed(result)
                 _flush(pending, target, result)
@@ -270,10 +274,6 @@ def _validate_only(
                 pass
     except TraceFormatError as error:
         file_result.error = str(error)
-
-
-def _size(path: Path | str) -> int:
-    return 0 if importers.is_source(path) else Path(path).stat().st_size
 
 
 def _detect(path: Path | str, name: str) -> str:
@@ -371,13 +371,14 @@ def _add(
         _flush(pending, target, result)
 
 
-def _parallel(files: list[tuple[Path | str, str]], fmt: str | None, options: Mapping | None):
-    """A pool of worker processes when this import is large enough to gain from one and may start it."""
+def _parallel(sizes: list[int | None], fmt: str | None, options: Mapping | None):
+    """A pool of worker processes when this import (files of `sizes`, None for a source) is large enough to
+    gain from one and may start it."""
     if connection.vendor != "postgresql" or options or (fmt and fmt not in importers.FORMATS):
         return None
-    if any(importers.is_source(path) for path, _ in files):
+    if None in sizes:  # a source is read whole by its format
         return None
-    if sum(_size(path) for path, _ in files) < PARALLEL_MIN_BYTES or not import_pool.can_fork():
+    if sum(sizes) < PARALLEL_MIN_BYTES or not import_pool.can_fork():
         return None
     return import_pool.start()
 
@@ -385,6 +386,7 @@ def _parallel(files: list[tuple[Path | str, str]], fmt: str | None, options: Map
 def _import_parallel(
     pool,
     files: list[tuple[Path | str, str]],
+    sizes: list[int],
     fmt: str | None,
     target: _Target,
     seen: set[str],
@@ -397,9 +399,9 @@ def _import_parallel(
     file_results = [FileResult(name=name) for _, name in files]
     result.files.extend(file_results)
     offsets, total = [], 0
-    for path, _ in files:
+    for size in sizes:
         offsets.append(total)
-        total += _size(path)
+        total += size
     first_seen: list[dict[str, str]] = [{} for _ in files]
     failed = False
 
@@ -410,7 +412,11 @@ def _import_parallel(
     try:
         with pool:
             events = import_pool.events(
-                pool, [(Path(p), n) for p, n in files], fmt, result.keep_annotations, on_read
+                pool,
+                [(Path(p), n, size) for (p, n), size in zip(files, sizes, strict=True)],
+                fmt,
+                result.keep_annotations,
+                on_read,
             )
             for kind, i, value in events:
                 file_result = file_results[i]

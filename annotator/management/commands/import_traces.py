@@ -70,9 +70,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, paths, batch, project, format, ignore_unknown_modes, map_rater, **options):
-        files = list(_expand(paths, format))
+        expanded = list(_expand_with_tops(paths, format))
+        files = [item for _, item in expanded]
         # Raters are namespaced by the source named on the command line: a folder's files share its name.
-        sources = {name: rater_source(top) for top, (_, name) in _expand_with_tops(paths, format)}
+        sources = {name: rater_source(top) for top, (_, name) in expanded}
         try:
             rater_map = parse_rater_map(map_rater)
         except LabelImportError as error:
@@ -93,7 +94,7 @@ class Command(BaseCommand):
             target = Project.objects.select_related("taxonomy_version").filter(slug=project).first()
             if target is None:
                 raise CommandError(f"No project {project!r}", returncode=2)
-        progress = _Progress(sum(_size(path) for path, _ in files), self.stderr)
+        progress = _Progress(sum(importers.file_size(path) or 0 for path, _ in files), self.stderr)
         try:
             result, labels = do_import_traces(
                 files,
@@ -153,14 +154,9 @@ class Command(BaseCommand):
             report_label_details(self, labels)
 
 
-def _expand(paths: list[str], fmt: str | None):
-    """Files as they are; a dataset folder or hf:// repo as one source; other folders file by file."""
-    for _, item in _expand_with_tops(paths, fmt):
-        yield item
-
-
 def _expand_with_tops(paths: list[str], fmt: str | None):
-    """(the argument it came from, (path, display name)) for every file or source of `paths`."""
+    """(the argument it came from, (path, display name)) for every file or source of `paths`: files as they
+    are, a dataset folder or hf:// repo as one source, other folders file by file."""
     for top in paths:
         for item in _expand_one(top, fmt):
             yield top, item
@@ -180,10 +176,6 @@ def _expand_one(text: str, fmt: str | None):
 
 
 _REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
-
-
-def _size(path: Path | str) -> int:
-    return 0 if importers.is_source(path) else Path(path).stat().st_size
 
 
 class _Progress:
