@@ -235,3 +235,20 @@ def test_outsiders_and_unassigned_annotators_cannot_open_a_trace(client, project
     other = trace_with_steps(2)  # a trace of no batch in this project
     client.force_login(project.memberships.get(role="owner").user)
     assert client.get(f"/p/{project.slug}/t/{other.pk}/{path}").status_code == 404
+
+
+def test_a_step_shows_its_numbers_grouped_and_links_its_parent(client, project, annotator_a):
+    batch = BatchFactory(name="numbers")
+    project.batches.add(batch)
+    trace = TraceFactory(batch=batch, step_count=2)
+    Step.objects.create(trace=trace, index=0, content="plan")
+    Step.objects.create(
+        trace=trace, index=1, parent_index=0, depth=1, content="call", tokens=12345, duration_ms=1500
+    )
+    do_assign(project)
+    client.force_login(annotator_a)
+    page = client.get(f"/p/{project.slug}/a/{slot(project, annotator_a, trace).pk}/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'id="step-1"' in html and 'data-goto-step="0"' in html and "--depth: 1" in html
+    assert "12,345 tokens" in html and "1,500 ms" in html and "12,345 tok" in html
