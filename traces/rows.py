@@ -1,6 +1,6 @@
 """A parsed trace turned into what the database stores: its step values, its content key and its rows as
 ready COPY text. Pure (no Django), so it runs in the import's worker processes (traces.import_pool) as well
-as in the importing process; `traces.services` writes what it returns.
+as in the importing process; `traces.chunks` writes what it returns.
 
 PostgreSQL's COPY text format: a row per line, tab between columns, \\N for NULL, and backslash, newline,
 tab and carriage return escaped in values. A trace's rows are made without its id (the importing process

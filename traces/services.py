@@ -1,12 +1,12 @@
 """The import verb: stream records from files into one batch, all-or-nothing, de-duplicated, in bulk.
 
-Parsing is done by `traces.importers` (no Django); this module turns records into rows. Steps go in with
-COPY on PostgreSQL (bulk_create elsewhere) in chunks, so memory is bounded by the chunk, not the file.
+Parsing is done by `traces.importers` (no Django); this module checks and de-duplicates the records in
+chunks, so memory is bounded by the chunk, not the file, and `traces.chunks` writes each chunk (COPY on
+PostgreSQL, bulk_create elsewhere).
 """
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -16,20 +16,17 @@ from typing import BinaryIO
 
 from django.db import connection, transaction
 from django.db.models import F, Q, QuerySet
-from django.utils import timezone
 
-from traces import import_pool, importers
-from traces.answer_key import answer_key_of, public_metadata
+from traces import chunks, import_pool, importers
 from traces.importers.records import AnnotationRecord, TraceFormatError, TraceRecord
-from traces.models import Batch, Step, Trace
-from traces.rows import Prepared, prepare, step_rows, step_values
+from traces.models import Batch, Trace
+from traces.rows import Prepared, prepare, step_values
 from traces.rows import content_hash as content_hash
 
 # Records wait in memory until their chunk is written: these bound an import's memory, whatever the file's
 # size (a chunk is four statements, so smaller chunks cost little).
 TRACES_PER_CHUNK = 200
 STEPS_PER_CHUNK = 20_000
-STEP_COLUMNS = ("trace_id", *Step.DATA_FIELDS)
 # Below this many bytes of files an import runs in its own process: starting worker processes would cost
 # more than they save.
 PARALLEL_MIN_BYTES = 1 << 20
@@ -177,7 +174,7 @@ def do_import_files(
             seen: set[str] = set()
             # Shared by the files: a folder of one-trace files (SWE-agent, Who&When) goes in by the
             # chunk, not one round of queries and COPYs per file.
-            pending = _Pending(writer=_CopyWriter())
+            pending = _Pending(writer=chunks.CopyWriter())
             failed = False  # a file had an error: the others are only checked, to report all errors at once
             # One system call a file: a folder of thousands of runs was looked at a dozen times per file.
             sizes = [importers.file_size(path) for path, _ in files]
@@ -458,50 +455,9 @@ class _Pending:
     """Traces prepared and not yet written, with their file's result, and the writer still sending the
     chunk before them."""
 
-    writer: _CopyWriter
+    writer: chunks.CopyWriter
     items: list[tuple[Prepared, FileResult]] = field(default_factory=list)
     steps: int = 0
-
-
-class _CopyWriter:
-    """Sends a chunk's COPY data in a thread while the main thread parses the next chunk, so PostgreSQL
-    stores one chunk while Python reads the next (the two cores of a small server both work). The thread
-    uses the import's own connection, hence its transaction: all or nothing holds. Only one chunk is in
-    flight, and the main thread waits for it before its next statement (``wait``), which also raises any
-    error the COPY met, so a failure still rolls the whole import back."""
-
-    def __init__(self) -> None:
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
-
-    def submit(self, traces: bytes, steps: list[bytes]) -> None:
-        self.wait()
-        raw = connection.connection  # the psycopg connection under Django's, in this transaction
-
-        def send() -> None:
-            try:
-                with raw.cursor() as cursor:
-                    with cursor.copy(_TRACE_COPY_SQL) as copy:
-                        copy.write(traces)
-                    if steps:
-                        with cursor.copy(_STEP_COPY_SQL) as copy:
-                            for piece in steps:
-                                copy.write(piece)
-            except BaseException as error:  # handed to the main thread by wait()
-                self._error = error
-
-        self._thread = threading.Thread(target=send, name="import-copy", daemon=True)
-        self._thread.start()
-
-    def wait(self, *, quiet: bool = False) -> None:
-        """Block until the chunk in flight is stored; raise its error (unless `quiet`: the import is
-        failing anyway and rolls back)."""
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        error, self._error = self._error, None
-        if error is not None and not quiet:
-            raise error
 
 
 def _flush(pending: _Pending, target: _Target, result: ImportResult) -> None:
@@ -523,98 +479,11 @@ def _flush(pending: _Pending, target: _Target, result: ImportResult) -> None:
         return
     batch = target.get()
     if connection.vendor == "postgresql":
-        trace_ids = _next_trace_ids(len(fresh))
-        now = timezone.now().isoformat().encode()
-        pending.writer.submit(
-            b"".join(
-                b"%d\t%d\t%s%s" % (trace_id, batch.pk, now, item.trace_tail)
-                for trace_id, (item, _) in zip(trace_ids, fresh, strict=True)
-            ),
-            _step_pieces(trace_ids, [item.step_body for item, _ in fresh]),
-        )
+        trace_ids = chunks.copy_chunk(pending.writer, batch, [item for item, _ in fresh])
     else:
-        rows = [
-            _trace_values(item.record, item.digest, item.step_count, file_result.format)
-            for item, file_result in fresh
-        ]
-        trace_ids = [t.pk for t in Trace.objects.bulk_create([Trace(batch=batch, **row) for row in rows])]
-        Step.objects.bulk_create(
-            [
-                Step(trace_id=trace_id, **dict(zip(Step.DATA_FIELDS, values, strict=True)))
-                for trace_id, (item, _) in zip(trace_ids, fresh, strict=True)
-                for values in item.steps
-            ],
-            batch_size=2000,
-        )
+        trace_ids = chunks.bulk_chunk(batch, [(item, file_result.format) for item, file_result in fresh])
     for trace_id, (item, file_result) in zip(trace_ids, fresh, strict=True):
         if item.annotations and result.keep_annotations:
             result.annotations.append((trace_id, item.external_id, item.annotations, file_result.name))
         file_result.traces += 1
         file_result.steps += item.step_count
-
-
-def _step_pieces(trace_ids: list[int], bodies: list[bytes]) -> list[bytes]:
-    """The chunk's step rows in pieces of about a megabyte (COPY takes them as they come)."""
-    pieces, piece, size = [], [], 0
-    for trace_id, body in zip(trace_ids, bodies, strict=True):
-        piece.append(step_rows(trace_id, body))
-        size += len(body)
-        if size >= 1 << 20:
-            pieces.append(b"".join(piece))
-            piece, size = [], 0
-    if piece:
-        pieces.append(b"".join(piece))
-    return pieces
-
-
-def _trace_values(record: TraceRecord, digest: str, step_count: int, fmt: str) -> dict:
-    """A trace row's stored values but its id, batch and creation time (length limits applied)."""
-    return {
-        "external_id": record.external_id[:255],
-        "content_hash": digest,
-        "task": record.task,
-        "system": record.system[:120],
-        "model": record.model[:120],
-        "benchmark": record.benchmark[:120],
-        "outcome": record.outcome,
-        "score": record.score,
-        "metadata": public_metadata(record.metadata),
-        "answer_key": answer_key_of(record.metadata),
-        "raw": record.raw,
-        "source_format": fmt,
-        "step_count": step_count,
-    }
-
-
-# The COPY text of the rows is made by traces.rows.
-_TRACE_COPY_COLUMNS = (
-    "id",
-    "batch_id",
-    "created_at",
-    "external_id",
-    "content_hash",
-    "task",
-    "system",
-    "model",
-    "benchmark",
-    "outcome",
-    "score",
-    "metadata",
-    "answer_key",
-    "raw",
-    "source_format",
-    "step_count",
-)
-
-
-_TRACE_COPY_SQL = f"COPY traces_trace ({', '.join(_TRACE_COPY_COLUMNS)}) FROM STDIN"
-_STEP_COPY_SQL = "COPY traces_step ({}) FROM STDIN".format(", ".join(f'"{c}"' for c in STEP_COLUMNS))
-
-
-def _next_trace_ids(count: int) -> list[int]:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT nextval(pg_get_serial_sequence('traces_trace', 'id')) FROM generate_series(1, %s)",
-            [count],
-        )
-        return [row[0] for row in cursor.fetchall()]
