@@ -150,3 +150,38 @@ def test_a_trace_moved_to_a_batch_outside_the_project_leaves_the_report(project,
     assert summary_rows() == recomputed_rows()
     assert len(report_data.load_report_input(project, {}).trace_ids) == 2
     assert_same_input(project)
+
+
+def test_a_bulk_write_and_single_edits_make_the_same_summary(project, annotator_a, mast):
+    """Up to 100 annotations are refreshed with a plan kept per connection, more with one made for the
+    statement (migration 0024): both give the same rows, evidence points in the same order."""
+    modes = list(FailureMode.objects.filter(version=mast).order_by("order")[:3])
+    rng = random.Random(5)
+    assignments = Assignment.objects.bulk_create(
+        Assignment(project=project, trace=project_trace(project, n_steps=4), annotator=annotator_a)
+        for _ in range(120)
+    )
+    annotations = Annotation.objects.bulk_create(
+        Annotation(assignment=assignment, version=1, status=Annotation.Status.SUBMITTED)
+        for assignment in assignments
+    )
+    LabelApplication.objects.bulk_create(  # one statement: its trigger refreshes all 120 at once
+        LabelApplication(
+            annotation=annotation,
+            mode=mode,
+            evidence=[{"step": step} for step in rng.sample(range(9), 6)],
+        )
+        for annotation in annotations
+        for mode in modes
+    )
+    # A bulk edit too (as a taxonomy evolution makes): the edited labels' rows move in the table.
+    LabelApplication.objects.filter(annotation__in=annotations[::2], mode=modes[0]).update(
+        evidence=[{"step": 7}, {"step": 1}, {"step": 3}]
+    )
+    in_bulk = summary_rows()
+    assert len(in_bulk) == 120
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM annotator_labelsummary")
+        for annotation in annotations:
+            cursor.execute("SELECT annotator_labelsummary_refresh(ARRAY[%s]::bigint[])", [annotation.pk])
+    assert summary_rows() == in_bulk == recomputed_rows()
