@@ -181,3 +181,44 @@ def test_the_schema_documents_the_endpoints(client, owner):
     ):
         assert path in schema
     assert "ConflictSerializer" in schema or "Conflict" in schema
+
+
+def _by_fields(serializer_class, instance, **context) -> dict:
+    """What DRF makes of the serializer's declared fields (the schema documents those)."""
+    from rest_framework.serializers import Serializer
+
+    return dict(Serializer.to_representation(serializer_class(instance, context=context), instance))
+
+
+def test_answers_are_what_the_documented_fields_say(project, slot_a, slot_b, annotator_a, annotator_b):
+    """The annotation and assignment answers are written by hand for speed; they must stay equal to what
+    the serializers' declared fields (the OpenAPI schema) give, whatever state the annotation is in."""
+    from annotator.api.annotations import (
+        AnnotationSerializer,
+        AssignmentSerializer,
+        ReviewAnnotationSerializer,
+        _Unsaved,
+    )
+
+    unsaved = _Unsaved(slot_b)
+    assert AnnotationSerializer(unsaved).data == _by_fields(AnnotationSerializer, unsaved)
+    client = api(annotator_a)
+    draft = {"version": 0, "labels": [{"mode": "FM-1.3", "evidence": [{"step": 2, "quote": "q"}]}]}
+    client.put(f"{base(project)}/assignments/{slot_a.pk}/annotation/", draft, format="json")
+    annotation = Annotation.objects.select_related("assignment__annotator").get(assignment=slot_a)
+    for locked in (None, True):
+        assert AnnotationSerializer(annotation, context={"locked": locked}).data == _by_fields(
+            AnnotationSerializer, annotation, locked=locked
+        )
+    body = {**draft, "version": 1, "confidence": 4, "note": "n", "elapsed_seconds": 7}
+    client.post(f"{base(project)}/assignments/{slot_a.pk}/submit/", body, format="json")
+    annotation = Annotation.objects.select_related("assignment__annotator").get(assignment=slot_a)
+    assert annotation.submitted_at is not None and annotation.confidence == 4
+    assert AnnotationSerializer(annotation).data == _by_fields(AnnotationSerializer, annotation)
+    assert ReviewAnnotationSerializer(annotation).data == _by_fields(ReviewAnnotationSerializer, annotation)
+    slot_a.refresh_from_db()
+    claimed = api(annotator_b).post(f"{base(project)}/assignments/next/").json()
+    slot_b.refresh_from_db()
+    assert claimed == _by_fields(AssignmentSerializer, slot_b) and claimed["reserved_until"]
+    assert AssignmentSerializer(slot_a).data == _by_fields(AssignmentSerializer, slot_a)
+    assert AssignmentSerializer(slot_a).data["purpose"] == "work"
