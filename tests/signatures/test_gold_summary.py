@@ -117,3 +117,34 @@ def test_after_random_gold_changes_the_summary_says_what_the_tables_say(seed):
             SignatureQuery(source="union"),
         ):
             assert_same_input(project, query)
+
+
+def test_a_bulk_write_and_single_edits_make_the_same_summary(project, mast):
+    """Up to 100 items are refreshed with a plan kept per connection and without the temporary table, more
+    through it (migration 0024): both give the same rows, agents and evidence points in the same order."""
+    from taxonomy.models import FailureMode
+    from tests.labels import project_trace
+
+    modes = list(FailureMode.objects.filter(version=mast).order_by("order")[:3])
+    rng = random.Random(3)
+    items = AdjudicationItem.objects.bulk_create(
+        AdjudicationItem(project=project, trace=project_trace(project, n_steps=6)) for _ in range(120)
+    )
+    GoldLabel.objects.bulk_create(  # one statement: its trigger refreshes all 120 at once
+        GoldLabel(
+            item=item,
+            mode=mode,
+            source=GoldLabel.Source.ADJUDICATOR,
+            evidence=[{"step": step} for step in rng.sample(range(-1, 9), 5)],
+        )
+        for item in items
+        for mode in modes
+    )
+    GoldLabel.objects.filter(item__in=items[::2], mode=modes[0]).update(evidence=[{"step": 4}, {"step": 1}])
+    in_bulk = summary_rows()
+    assert len(in_bulk) == 120 and all(len(row[5]) > 3 * 8 for row in in_bulk)
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM annotator_goldsummary")
+        for item in items:
+            cursor.execute("SELECT annotator_goldsummary_refresh(ARRAY[%s]::bigint[])", [item.pk])
+    assert summary_rows() == in_bulk == recomputed_rows()
