@@ -162,6 +162,8 @@ CACHES = (
         "default": {
             "BACKEND": "annotator.cache.ResilientRedisCache",
             "LOCATION": envstr("CACHE_URL", REDIS_URL),
+            # Installations (or benchmark runs) sharing one Redis keep their keys apart.
+            "KEY_PREFIX": envstr("CACHE_KEY_PREFIX"),
             "OPTIONS": {
                 "socket_connect_timeout": CACHE_TIMEOUT_SECONDS,
                 "socket_timeout": CACHE_TIMEOUT_SECONDS,

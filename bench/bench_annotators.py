@@ -158,6 +158,7 @@ class Server:
         if REDIS_URL:
             self.env["REDIS_URL"] = REDIS_URL
             self.env["CELERY_DEFAULT_QUEUE"] = self.queue
+            self.env["CACHE_KEY_PREFIX"] = self.queue
         else:
             self.env.pop("REDIS_URL", None)
         self.env.pop("BENCH_GOALS_FILE", None)
@@ -314,14 +315,18 @@ def cpu_used(start: dict[str, dict[int, float]], end: dict[str, dict[int, float]
 
 
 def _drop_queue(queue: str) -> None:
-    """Leave nothing of the run in Redis: its queue (tasks for a dropped database) and the debounce keys."""
+    """Leave nothing of the run in Redis: its queue (tasks for a dropped database), the queue's bindings
+    that the broker keeps, and the cache keys of the run (debounce, cached figures: the server's cache keys
+    start with the queue's name)."""
     try:
         import redis
 
         client = redis.Redis.from_url(REDIS_URL)
-        client.delete(queue)
+        keys = [queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}"]
+        keys += client.scan_iter(match=f"{queue}:*", count=1000)
+        client.delete(*keys)
     except Exception as error:  # the bench's figures stand; say what was left behind
-        print(f"note: could not delete the Redis queue {queue}: {error}")
+        print(f"note: could not delete the run's Redis keys ({queue}...): {error}")
 
 
 def _action_of(method: str, path: str) -> str | None:
