@@ -200,6 +200,14 @@ class ProjectAccess:
         assignment.project = self.project
         return assignment
 
+    def assignment_to_lock(self, assignment_id: int) -> Assignment:
+        """My assignment `assignment_id`, not read: for a verb that locks it (the annotation verbs of
+        annotator.services.annotations), whose locking read keeps to this project and annotator, so another
+        annotator's slot is Assignment.DoesNotExist there (404), exactly like a missing one. The API's saves
+        use it and skip a read of the row the lock reads again a moment later."""
+        self.require(LABEL_ROLES)
+        return Assignment(pk=assignment_id, project=self.project, annotator_id=self.user.pk)
+
     def annotations(self) -> QuerySet[Annotation]:
         """Annotations this user may read: their own, plus everyone's on traces whose labels they may see."""
         own = Annotation.objects.filter(assignment__project=self.project, assignment__annotator=self.user)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.request import Request
@@ -256,9 +257,13 @@ class _Write(APIView):
     verb = staticmethod(do_save_draft)
 
     def write(self, request: Request, slug: str, assignment_id: int) -> Response:
-        assignment = access_assignment(request.user, slug, assignment_id)
-        body = AnnotationWriteSerializer(data=request.data, context={"project": assignment.project})
-        body.is_valid(raise_exception=True)
+        # The verb's locking read is the assignment's access check (ProjectAccess.assignment_to_lock).
+        access = ProjectAccess.load(request.user, slug)
+        assignment = access.assignment_to_lock(assignment_id)
+        body = AnnotationWriteSerializer(data=request.data, context={"project": access.project})
+        if not body.is_valid():
+            access.assignment(assignment_id)  # someone else's slot is 404 whatever the body says
+            raise serializers.ValidationError(body.errors)
         data = dict(body.validated_data)
         try:
             payload = payload_from_json(data)
@@ -287,7 +292,11 @@ class _Write(APIView):
                 your_payload=request.data,
             )
         except (AnnotationInvalid, PayloadError) as error:
+            if isinstance(error, PayloadError):  # found before the verb's read: 404 first, as above
+                access.assignment(assignment_id)
             return error_response("The annotation is not valid", status=400, errors=error.messages)
+        except Assignment.DoesNotExist:
+            raise Http404("No such assignment") from None
         # The verb hands back the annotation with its assignment and labels (and, after a submit, the lock
         # rule's answer): nothing to read again.
         locked = getattr(annotation.assignment, "locked_after_save", None)

@@ -321,11 +321,15 @@ def _lock(assignment: Assignment) -> Assignment:
     """The assignment row, locked, read with its annotation (if any), the two facts of the lock rule
     (`round_closed`, `open_recheck`) and its trace's step count (for the evidence check) in one query.
 
+    The read keeps to `assignment`'s project and annotator, so an unread reference to someone's assignment
+    (`ProjectAccess.assignment_to_lock`) names nothing of anyone else's: Assignment.DoesNotExist.
+
     Only the assignment row is locked. On PostgreSQL a save that waited for the lock still sees the
     annotation as it was when its statement started; the conditional UPDATE in `_store` (and the unique
     annotation per assignment) then refuse it as stale, exactly as where row locks do not exist (SQLite)."""
     locked = (
         Assignment.objects.select_for_update(of=("self",))
+        .filter(project_id=assignment.project_id, annotator_id=assignment.annotator_id)
         .select_related("annotation")
         .annotate(
             round_closed=_round_closed(),

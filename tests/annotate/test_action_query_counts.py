@@ -20,10 +20,11 @@ from tests.factories import BatchFactory, UserFactory, add_member, api_token, tr
 # API: token, access (project and roles in one), then the verb.
 API_CLAIM = 4  # + the claim as one UPDATE ... RETURNING (no calibration set: no calibration look-up, no
 #               transaction), the claimed slot's trace and batch name
-API_DRAFT = 12  # + the assignment, the modes (all labels at once), lock (with the annotation, the lock
-#                 rule's facts and the trace's step count, so evidence steps need no query), taxonomy check,
-#                 annotation insert, labels insert, assignment update, history; savepoint and release
-API_SUBMIT = 14  # as a draft on an existing annotation (+ labels before, labels delete); no re-check open,
+API_DRAFT = 11  # + the modes (all labels at once), lock (the assignment's access check too, with the
+#                 annotation, the lock rule's facts and the trace's step count, so evidence steps need no
+#                 query), taxonomy check, annotation insert, labels insert, assignment update, history;
+#                 savepoint and release
+API_SUBMIT = 13  # as a draft on an existing annotation (+ labels before, labels delete); no re-check open,
 #                  so no re-check update; the answer's lock rule comes from the lock
 # The page: session and user instead of the token; submit claims the next trace too.
 PAGE_CLAIM = 5

@@ -222,3 +222,30 @@ def test_answers_are_what_the_documented_fields_say(project, slot_a, slot_b, ann
     assert claimed == _by_fields(AssignmentSerializer, slot_b) and claimed["reserved_until"]
     assert AssignmentSerializer(slot_a).data == _by_fields(AssignmentSerializer, slot_a)
     assert AssignmentSerializer(slot_a).data["purpose"] == "work"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"version": 0, "labels": [{"mode": "FM-1.3"}]},  # valid: the save's own locking read refuses it
+        {"version": -1},  # invalid for the serializer
+        {"version": 0, "labels": [{"mode": "NOT-A-MODE"}]},  # a mode of no taxonomy of the project
+    ],
+)
+def test_saving_into_someone_elses_or_a_missing_slot_is_404_whatever_the_body(
+    project, slot_a, slot_b, annotator_b, body
+):
+    """API saves check the assignment in the lock's own read (no separate look-up): another annotator's
+    slot, a missing one, or a body the serializer refuses all answer 404 before anything else, and nothing
+    is written."""
+    client = api(annotator_b)
+    missing = slot_a.pk + slot_b.pk + 1000
+    for slot in (slot_a.pk, missing):
+        for method, path in (("put", "annotation/"), ("post", "submit/")):
+            response = getattr(client, method)(
+                f"{base(project)}/assignments/{slot}/{path}", body, format="json"
+            )
+            assert response.status_code == 404, (slot, path, response.content)
+    assert not Annotation.objects.filter(assignment=slot_a).exists()
+    own = client.put(f"{base(project)}/assignments/{slot_b.pk}/annotation/", body, format="json")
+    assert own.status_code == (200 if body["version"] == 0 and "NOT" not in str(body) else 400)
