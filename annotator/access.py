@@ -35,6 +35,7 @@ from annotator.models import (
     Project,
     Role,
 )
+from annotator.prepared import PreparedQuery
 from traces.models import Batch, Trace, in_project_q
 
 MANAGE_ROLES = frozenset({Role.OWNER})
@@ -61,6 +62,18 @@ def roles_in(user, project: Project) -> frozenset[str]:
     )
 
 
+# Compiled once per connection (annotator.prepared): it runs on every request.
+_MEMBERSHIPS = PreparedQuery(
+    lambda slug, user: (
+        Membership.objects.filter(project__slug=slug, user_id=user, active=True)
+        .select_related("project__taxonomy_version__taxonomy")
+        .order_by()
+    ),
+    slug=str,
+    user=int,
+)
+
+
 @dataclass
 class ProjectAccess:
     """What one user may see and do in one project. Build it with `ProjectAccess.load` (or through
@@ -75,15 +88,7 @@ class ProjectAccess:
     def load(cls, user, slug: str) -> ProjectAccess:
         """The user's access to the project `slug`; 404 unless they hold an active role in it."""
         # One query for the project and the user's roles in it: every request of the app starts here.
-        memberships = (
-            list(
-                Membership.objects.filter(project__slug=slug, user=user, active=True)
-                .select_related("project__taxonomy_version__taxonomy")
-                .order_by()
-            )
-            if user.is_authenticated
-            else []
-        )
+        memberships = _MEMBERSHIPS.objects(slug=slug, user=user.pk) if user.is_authenticated else []
         if not memberships:
             raise Http404("No such project")
         project = memberships[0].project

@@ -28,6 +28,7 @@ from annotator.access import (
 )
 from annotator.api.errors import AnnotationConflictSerializer, ErrorSerializer, error_response
 from annotator.models import Annotation, Assignment, LabelApplication
+from annotator.prepared import PreparedQuery
 from annotator.services.annotations import (
     AnnotationInvalid,
     AnnotationLocked,
@@ -64,6 +65,29 @@ class LabelSerializer(serializers.Serializer):
         }
 
 
+# One prepared query (annotator.prepared) per number of distinct codes in a save, up to this many; a larger
+# label set goes through the ORM.
+_PREPARED_CODES = 16
+_MODES: dict[int, PreparedQuery] = {}
+
+
+def _modes(version_id: int, codes: set[str]) -> list[FailureMode]:
+    """The modes of taxonomy version `version_id` among `codes` (codes of other versions do not resolve)."""
+    if not 0 < len(codes) <= _PREPARED_CODES:
+        return list(FailureMode.objects.filter(version_id=version_id, code__in=codes))
+    names = [f"code{i}" for i in range(len(codes))]
+    query = _MODES.get(len(codes))
+    if query is None:
+        query = _MODES[len(codes)] = PreparedQuery(
+            lambda version, **code: FailureMode.objects.filter(
+                version_id=version, code__in=list(code.values())
+            ),
+            version=int,
+            **dict.fromkeys(names, str),
+        )
+    return query.objects(version=version_id, **dict(zip(names, sorted(codes), strict=True)))
+
+
 class AnnotationWriteSerializer(serializers.Serializer):
     version = serializers.IntegerField(
         min_value=0, help_text="The version your edit is based on (0: none yet)"
@@ -80,10 +104,7 @@ class AnnotationWriteSerializer(serializers.Serializer):
         (or version) does not resolve. The modes ride along in `self.modes` for the annotation verbs."""
         project = self.context["project"]
         codes = {label["mode"] for label in labels}
-        self.modes = {
-            mode.code: mode
-            for mode in FailureMode.objects.filter(version=project.taxonomy_version, code__in=codes)
-        }
+        self.modes = {mode.code: mode for mode in _modes(project.taxonomy_version_id, codes)}
         errors = [
             {"mode": [f"Object with code={label['mode']} does not exist."]}
             if label["mode"] not in self.modes

@@ -35,6 +35,7 @@ from annotator.models import (
     ModeRecheck,
     Project,
 )
+from annotator.prepared import PreparedQuery
 from annotator.services.calibration import gate
 from annotator.services.followups import after_annotations_changed
 from annotator.services.payload import AnnotationPayload
@@ -302,8 +303,8 @@ TAXONOMY_CHANGED = (
 def _check_taxonomy_unchanged(project) -> None:
     """Under the assignment lock: a taxonomy migration locks every assignment of the project, so a save
     that started before it either commits first (and is migrated) or sees the new version here."""
-    current = Project.objects.filter(pk=project.pk).values_list("taxonomy_version_id", flat=True).first()
-    if current != project.taxonomy_version_id:
+    current = _TAXONOMY_VERSION.objects(pk=project.pk)
+    if not current or current[0].taxonomy_version_id != project.taxonomy_version_id:
         raise AnnotationInvalid(TAXONOMY_CHANGED)
 
 
@@ -317,6 +318,27 @@ def _check_gate(assignment: Assignment, actor) -> None:
         raise AnnotationLocked(state.reason)
 
 
+# The save's reads, compiled once per connection (annotator.prepared): they run on every draft and submit.
+_LOCK = PreparedQuery(
+    lambda pk, project, annotator: (
+        Assignment.objects.select_for_update(of=("self",))
+        .filter(pk=pk, project_id=project, annotator_id=annotator)
+        .select_related("annotation")
+        .annotate(
+            round_closed=_round_closed(),
+            open_recheck=_open_recheck(),
+            trace_step_count=F("trace__step_count"),
+        )
+    ),
+    pk=int,
+    project=int,
+    annotator=int,
+)
+_TAXONOMY_VERSION = PreparedQuery(
+    lambda pk: Project.objects.filter(pk=pk).only("taxonomy_version_id").order_by(), pk=int
+)
+
+
 def _lock(assignment: Assignment) -> Assignment:
     """The assignment row, locked, read with its annotation (if any), the two facts of the lock rule
     (`round_closed`, `open_recheck`) and its trace's step count (for the evidence check) in one query.
@@ -327,17 +349,10 @@ def _lock(assignment: Assignment) -> Assignment:
     Only the assignment row is locked. On PostgreSQL a save that waited for the lock still sees the
     annotation as it was when its statement started; the conditional UPDATE in `_store` (and the unique
     annotation per assignment) then refuse it as stale, exactly as where row locks do not exist (SQLite)."""
-    locked = (
-        Assignment.objects.select_for_update(of=("self",))
-        .filter(project_id=assignment.project_id, annotator_id=assignment.annotator_id)
-        .select_related("annotation")
-        .annotate(
-            round_closed=_round_closed(),
-            open_recheck=_open_recheck(),
-            trace_step_count=F("trace__step_count"),
-        )
-        .get(pk=assignment.pk)
-    )
+    found = _LOCK.objects(pk=assignment.pk, project=assignment.project_id, annotator=assignment.annotator_id)
+    if not found:
+        raise Assignment.DoesNotExist("Assignment matching query does not exist.")
+    locked = found[0]
     locked.project = assignment.project
     return locked
 
