@@ -15,10 +15,12 @@ from annotator.services.assignment import do_assign
 from tests.factories import BatchFactory, trace_with_steps
 
 MEMBERSHIPS = PreparedQuery(
-    lambda slug, user: Membership.objects.filter(project__slug=slug, user_id=user, active=True)
-    .select_related("project__taxonomy_version__taxonomy")
-    .annotate(trace_steps=Count("project__batches__traces__steps"))
-    .order_by("role"),
+    lambda slug, user: (
+        Membership.objects.filter(project__slug=slug, user_id=user, active=True)
+        .select_related("project__taxonomy_version__taxonomy")
+        .annotate(trace_steps=Count("project__batches__traces__steps"))
+        .order_by("role")
+    ),
     slug=str,
     user=int,
 )
@@ -74,7 +76,10 @@ def test_a_prepared_query_sends_the_orms_statement_with_each_calls_values(world,
         assert described(prepared) == described(orm)
         assert described(prepared)
     assert MEMBERSHIPS.objects(slug="no-such-project", user=annotator_a.pk) == []
-    assert [m.role for m in MEMBERSHIPS.objects(slug=world.slug, user=annotator_a.pk)] == ["annotator", "viewer"]
+    assert [m.role for m in MEMBERSHIPS.objects(slug=world.slug, user=annotator_a.pk)] == [
+        "annotator",
+        "viewer",
+    ]
     assert MEMBERSHIPS.objects(slug=world.slug, user=annotator_a.pk)[0].trace_steps == 7
 
 
@@ -83,9 +88,11 @@ def test_the_lock_read_locks_and_refuses_to_run_outside_a_transaction(world, ann
     do_assign(world)
     slot = Assignment.objects.filter(project=world, annotator=annotator_a).first()
     lock = PreparedQuery(
-        lambda pk: Assignment.objects.select_for_update(of=("self",))
-        .filter(pk=pk)
-        .annotate(steps=F("trace__step_count")),
+        lambda pk: (
+            Assignment.objects.select_for_update(of=("self",))
+            .filter(pk=pk)
+            .annotate(steps=F("trace__step_count"))
+        ),
         pk=int,
     )
     with transaction.atomic():
