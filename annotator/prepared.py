@@ -8,7 +8,7 @@ and submit (bench/bench_annotators.py, docs/benchmarks.md).
 A `PreparedQuery` builds its queryset once per connection with stand-in values, records where those values
 landed among the compiled statement's parameters, and from then on runs that statement with the caller's
 values, turning rows into objects through the compiler of that first build (select_related, annotations,
-field converters and `select_for_update` included), as Django's own ModelIterable does.
+field converters and `select_for_update` included), as Django's own ModelIterable and results_iter do.
 
 Only for querysets whose SQL does not depend on the values: equality filters on ints and strings. A `__in`
 of a varying list compiles to a varying number of placeholders (prepare one query per length) and None
@@ -41,6 +41,7 @@ class _Compiled:
     params: tuple[Any, ...]
     slots: tuple[tuple[int, str], ...]  # (position among params, value's name)
     compiler: Any
+    converters: dict[int, Any]
     init_list: tuple[str, ...]
     start: int
     end: int
@@ -96,6 +97,9 @@ class PreparedQuery:
         missing = set(stand_ins) - {name for _, name in slots}
         if missing:
             raise TypeError(f"{sorted(missing)} did not reach the SQL's parameters unchanged")
+        columns = [column[0] for column in compiler.select[: compiler.col_count]]
+        if compiler.has_composite_fields(columns):
+            raise TypeError("a PreparedQuery cannot select composite fields")
         klass_info = compiler.klass_info
         fields = klass_info["select_fields"]
         start, end = fields[0], fields[-1] + 1
@@ -104,6 +108,7 @@ class PreparedQuery:
             params=tuple(params),
             slots=slots,
             compiler=compiler,
+            converters=compiler.get_converters(columns),
             init_list=tuple(column[0].target.attname for column in compiler.select[start:end]),
             start=start,
             end=end,
@@ -115,7 +120,9 @@ class PreparedQuery:
     @staticmethod
     def _hydrate(compiled: _Compiled, rows: list[tuple], using: str) -> Iterator[Model]:
         model = compiled.compiler.klass_info["model"]
-        for row in compiled.compiler.results_iter(results=[rows]):
+        if compiled.converters:
+            rows = compiled.compiler.apply_converters(rows, compiled.converters)
+        for row in rows:
             obj = model.from_db(using, compiled.init_list, row[compiled.start : compiled.end])
             for populator in compiled.populators:
                 populator.populate(row, obj)

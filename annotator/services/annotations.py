@@ -117,7 +117,7 @@ def snapshot(
     if annotation is None:
         return None
     if labels is None:
-        labels = annotation.labels.select_related("mode").order_by("mode__order", "mode_id")
+        labels = _LABELS.objects(annotation=annotation.pk)
     labels = [
         {"mode": label.mode.code, "primary": label.primary, "evidence": label.evidence, "note": label.note}
         for label in sorted(labels, key=_label_order)
@@ -132,6 +132,17 @@ def snapshot(
         "note": annotation.note,
         "labels": labels,
     }
+
+
+# Read before every re-save (compiled once per connection, annotator.prepared).
+_LABELS = PreparedQuery(
+    lambda annotation: (
+        LabelApplication.objects.filter(annotation_id=annotation)
+        .select_related("mode")
+        .order_by("mode__order", "mode_id")
+    ),
+    annotation=int,
+)
 
 
 def _label_order(label: LabelApplication) -> tuple[int, int]:
@@ -318,7 +329,7 @@ def _check_gate(assignment: Assignment, actor) -> None:
         raise AnnotationLocked(state.reason)
 
 
-# The save's reads, compiled once per connection (annotator.prepared): they run on every draft and submit.
+# The save's other reads, compiled once per connection (annotator.prepared): they run on every draft and submit.
 _LOCK = PreparedQuery(
     lambda pk, project, annotator: (
         Assignment.objects.select_for_update(of=("self",))
