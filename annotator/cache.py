@@ -7,7 +7,8 @@ outage, answers its "miss" value at once, and the cache is bypassed for BYPASS_S
 tried again, so a request pays at most one short socket timeout (CACHE_TIMEOUT_SECONDS).
 
 `add` answers True while bypassed: its callers use it as a debounce or a lock around idempotent work, and
-doing that work twice is better than never doing it.
+doing that work twice is better than never doing it. `add_to_set` answers False while bypassed: its
+caller then does the work itself instead of leaving it in a set nobody can read.
 """
 
 from __future__ import annotations
@@ -85,3 +86,33 @@ class ResilientRedisCache(RedisCache):
 
     def clear(self):
         return self._guarded("clear", False, super().clear)
+
+    # Sets, for work collected from many requests and taken by one task (annotator.services.followups).
+
+    def add_to_set(self, key: str, members: list[int], timeout: int) -> bool:
+        """Add `members` to the set `key`, kept `timeout` seconds after its last addition. False when Redis
+        is unreachable: the caller then sends the work itself."""
+
+        def call() -> bool:
+            full = self.make_and_validate_key(key)
+            pipe = self._cache.get_client(full, write=True).pipeline()
+            pipe.sadd(full, *members)
+            pipe.expire(full, timeout)
+            pipe.execute()
+            return True
+
+        return self._guarded("add_to_set", False, call)
+
+    def take_set(self, key: str) -> list[int]:
+        """Every member of the set `key`, removed in the same step (MULTI/EXEC: a member added meanwhile is
+        either taken now or left for the next take). [] when Redis is unreachable."""
+
+        def call() -> list[int]:
+            full = self.make_and_validate_key(key)
+            pipe = self._cache.get_client(full, write=True).pipeline()
+            pipe.smembers(full)
+            pipe.delete(full)
+            members, _ = pipe.execute()
+            return sorted(int(member) for member in members)
+
+        return self._guarded("take_set", [], call)

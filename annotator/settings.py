@@ -230,6 +230,9 @@ CELERY_BEAT_SCHEDULE = {
 AGREEMENT_BOOTSTRAP = envint("AGREEMENT_BOOTSTRAP", 1000)
 AGREEMENT_PAIR_BOOTSTRAP = envint("AGREEMENT_PAIR_BOOTSTRAP", 200)
 AGREEMENT_DEBOUNCE_SECONDS = envint("AGREEMENT_DEBOUNCE_SECONDS", 30)
+# With a worker, traces completed within this many seconds of each other are checked for the
+# adjudication queue by one task (annotator.services.followups).
+ADJUDICATION_COLLECT_SECONDS = envint("ADJUDICATION_COLLECT_SECONDS", 1)
 AGREEMENT_INLINE_MAX_ANNOTATIONS = envint("AGREEMENT_INLINE_MAX_ANNOTATIONS", 5000)
 
 # Dataset exports and publishing to the Hugging Face Hub (annotator/services/exports/). HF_ENDPOINT is

@@ -60,6 +60,14 @@ def check_traces_for_adjudication(project_id: int, trace_ids: list[int]) -> int:
     return do_check_traces(project_id, trace_ids)
 
 
+@shared_task(name="annotator.adjudication.collect", acks_late=True)
+def collect_adjudication_checks(project_id: int) -> int:
+    """Send the traces collected for the project's adjudication check since the last collection."""
+    from annotator.services.followups import collect_pending
+
+    return collect_pending(project_id)
+
+
 @shared_task(name="annotator.llm.run", acks_late=True)
 def run_llm_job(run_id: int) -> str:
     """Label a slice of an LLM run (LLM_TASK_SECONDS), then re-enqueue itself while traces remain.

@@ -4,9 +4,11 @@ Called from `annotator.services.annotations.on_trace_annotations_changed` (submi
 after an annotation import. Both follow-ups are idempotent, so running them twice is harmless. Neither
 may fail the annotator's save, which has already committed:
 
-- the adjudication check is never lost: when the task queue cannot take it (Redis down) a small check
-  (one submit) runs here and now, and anything left over is found by the periodic reconciliation
-  (`annotator.services.jobs.traces_missing_adjudication`);
+- the adjudication check is never lost: with a worker, the traces are collected in a Redis set and one
+  task a moment later checks all that arrived meanwhile (`collect_pending`); when the cache cannot take
+  them they are sent as a check task of their own, and when the task queue cannot take that (Redis down)
+  a small check (one submit) runs here and now; anything left over is found by the periodic
+  reconciliation (`annotator.services.jobs.traces_missing_adjudication`);
 - the agreement report refresh is a debounced convenience: if it cannot be scheduled, the report page
   sees the changed fingerprint and offers to recompute.
 """
@@ -27,29 +29,26 @@ from annotator.services.enqueue import enqueue, is_eager
 log = logging.getLogger(__name__)
 
 _CHUNK = 500
+CHECK_TASK = "annotator.adjudication.check_traces"
+COLLECT_TASK = "annotator.adjudication.collect"
+# A pending set nobody collected (its collection lost with a worker) is dropped after a day; the periodic
+# reconciliation finds its traces from the database.
+_PENDING_SECONDS = 24 * 3600
 # Up to this many traces are checked inline when the queue is down (a submit is one trace).
 _INLINE_FALLBACK = 50
 
 
 def after_annotations_changed(project_id: int, trace_ids: Iterable[int]) -> None:
-    """Check the traces for the adjudication queue (a Celery task per chunk; inline when eager) and
-    schedule the debounced agreement report refresh. Traces the check would leave as they are (see
-    `worth_checking`) are not sent: the first submit of a trace with overlap 2 costs the worker nothing."""
+    """Check the traces for the adjudication queue and schedule the debounced agreement report refresh.
+    Traces the check would leave as they are (see `worth_checking`) are not sent: the first submit of a
+    trace with overlap 2 costs the worker nothing. With a worker the traces are collected (`_collect`) and
+    checked together a moment later; inline when eager, and sent as a task of their own when the cache
+    cannot collect them."""
     ids = sorted(set(trace_ids))
     for start in range(0, len(ids), _CHUNK):
         chunk = worth_checking(project_id, ids[start : start + _CHUNK])
-        if not chunk:
-            continue
-        try:
-            enqueue(
-                "annotator.adjudication.check_traces",
-                project_id,
-                chunk,
-                after_commit=False,  # this hook already runs after commit
-                on_failure=lambda error, chunk=chunk: _check_inline(project_id, chunk),
-            )
-        except Exception:  # eager: the inline check itself failed; the reconciliation checks again
-            log.exception("adjudication check of %d traces in project %s failed", len(chunk), project_id)
+        if chunk and not _collect(project_id, chunk):
+            _send_check(project_id, chunk)
     try:
         schedule_report_refresh(project_id)
     except Exception:
@@ -88,6 +87,62 @@ def worth_checking(project_id: int, trace_ids: list[int]) -> list[int]:
             "counting the annotations of %d traces in project %s failed", len(trace_ids), project_id
         )
         return trace_ids
+
+
+def _send_check(project_id: int, trace_ids: list[int]) -> None:
+    try:
+        enqueue(
+            CHECK_TASK,
+            project_id,
+            trace_ids,
+            after_commit=False,  # this runs after commit already
+            on_failure=lambda error: _check_inline(project_id, trace_ids),
+        )
+    except Exception:  # eager: the inline check itself failed; the reconciliation checks again
+        log.exception("adjudication check of %d traces in project %s failed", len(trace_ids), project_id)
+
+
+def pending_key(project_id: int) -> str:
+    return f"adjudication-pending:{project_id}"
+
+
+def collect_key(project_id: int) -> str:
+    return f"adjudication-collect:{project_id}"
+
+
+def _collect(project_id: int, trace_ids: list[int]) -> bool:
+    """Add the traces to the project's pending set and make sure a collection (`collect_pending`) is on its
+    way, ADJUDICATION_COLLECT_SECONDS from the first addition. A busy project completes many traces a
+    second: one check of all of them costs the worker and the database a fraction of one task per trace
+    (bench/bench_annotators.py). False when the caller must send the check itself: eager (no worker to
+    wait for) or the cache unreachable."""
+    if is_eager() or not hasattr(cache, "add_to_set"):
+        return False
+    if not cache.add_to_set(pending_key(project_id), trace_ids, timeout=_PENDING_SECONDS):
+        return False
+    countdown = settings.ADJUDICATION_COLLECT_SECONDS
+    if cache.add(collect_key(project_id), "1", timeout=countdown + 60):
+
+        def not_sent(error: BaseException) -> None:
+            cache.delete(collect_key(project_id))  # the next submit tries again
+            _check_inline(project_id, trace_ids)
+
+        try:
+            enqueue(COLLECT_TASK, project_id, countdown=countdown, after_commit=False, on_failure=not_sent)
+        except Exception:
+            log.exception("adjudication checks of project %s could not be collected", project_id)
+    return True
+
+
+def collect_pending(project_id: int) -> int:
+    """The collection (a task): send every trace collected for the project since the last collection to
+    the check, one task per chunk; returns how many. The debounce key goes first, so a trace added from then
+    on schedules the next collection, and a trace added before is taken now."""
+    cache.delete(collect_key(project_id))
+    trace_ids = cache.take_set(pending_key(project_id)) if hasattr(cache, "take_set") else []
+    for start in range(0, len(trace_ids), _CHUNK):
+        _send_check(project_id, trace_ids[start : start + _CHUNK])
+    return len(trace_ids)
 
 
 def _check_inline(project_id: int, trace_ids: list[int]) -> None:

@@ -237,9 +237,6 @@ def test_submits_with_the_cache_on_a_closed_port_all_reach_adjudication(
     client, project, annotator_a, annotator_b, settings
 ):
     require_worker()
-    from annotator.models import AdjudicationItem, Assignment
-    from tests.labels import project_trace
-
     settings.CACHES = {
         "default": {
             "BACKEND": "annotator.cache.ResilientRedisCache",
@@ -247,6 +244,22 @@ def test_submits_with_the_cache_on_a_closed_port_all_reach_adjudication(
             "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
         }
     }
+    submit_five_and_wait_for_adjudication(client, project, annotator_a, annotator_b)
+
+
+def test_submits_collected_in_the_cache_all_reach_adjudication(client, project, annotator_a, annotator_b):
+    """The normal path with a worker: completed traces are collected in Redis and checked together."""
+    require_worker()
+    from django.core.cache import cache
+
+    assert hasattr(cache, "add_to_set")
+    submit_five_and_wait_for_adjudication(client, project, annotator_a, annotator_b)
+
+
+def submit_five_and_wait_for_adjudication(client, project, annotator_a, annotator_b) -> None:
+    from annotator.models import AdjudicationItem, Assignment
+    from tests.labels import project_trace
+
     traces = [project_trace(project) for _ in range(5)]
     for n, trace in enumerate(traces):
         for user, label in ((annotator_a, "FM-1.1"), (annotator_b, "FM-1.1" if n % 2 else "FM-2.1")):
