@@ -17,7 +17,8 @@ client (request sent to response read, queueing in gunicorn's backlog included) 
 (gunicorn's access log %(D)s, from the worker accepting the request to its response sent). Afterwards SQL
 checks that every submission answered 200 is in the database as submitted (lost: goal 0), and that no trace
 holds more human slots or submitted annotations than its overlap (goal 0); errors (any answer but 200, or no
-answer) goal 0. It also reports the CPU time per cycle of the web workers, the database backends, the Celery
+answer) goal 0. With the Celery worker, it then waits (up to a minute) until every trace whose required
+annotations are in has its adjudication item (goal: none left). It also reports the CPU time per cycle of the web workers, the database backends, the Celery
 worker and the client (from /proc; per three requests answered, so cycles still under way at the stop
 count for what they did): on a machine shared with other jobs, the figure they disturb least. Before the
 phases, every annotator makes one light request, so each gunicorn worker has loaded its code.
@@ -503,6 +504,35 @@ def checks(slug: str, submitted: list[int]) -> tuple[int, int, int]:
     return len(set(submitted) - stored), over_slots, over_submitted
 
 
+def unchecked(slug: str) -> int:
+    """Traces whose required annotations are all submitted but that have no adjudication item, from SQL."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT count(*) FROM (SELECT a.trace_id FROM annotator_assignment a
+               JOIN annotator_annotation n ON n.assignment_id = a.id
+               JOIN annotator_project p ON p.id = a.project_id
+               WHERE p.slug = %s AND n.status = 'submitted'
+               AND NOT EXISTS (SELECT 1 FROM annotator_adjudicationitem i
+                               WHERE i.project_id = a.project_id AND i.trace_id = a.trace_id)
+               GROUP BY a.trace_id, p.overlap HAVING count(*) >= p.overlap) waiting""",
+            [slug],
+        )
+        return cursor.fetchone()[0]
+
+
+def wait_for_checks(slug: str, timeout: float = 60.0) -> tuple[int, float]:
+    """(traces still without their adjudication check, seconds waited) once the worker has caught up or
+    `timeout` passed: every completed trace must reach the queue, however the checks are batched."""
+    started = time.monotonic()
+    left = unchecked(slug)
+    while left and time.monotonic() - started < timeout:
+        time.sleep(0.2)
+        left = unchecked(slug)
+    return left, time.monotonic() - started
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -549,6 +579,7 @@ def main() -> int:
             ("saturation", *run_phase(server, slug, tokens, codes, args, seconds=args.saturation, pause=0)),
             ("paced", *run_phase(server, slug, tokens, codes, args, seconds=args.paced, pause=args.pause)),
         ]
+        waiting = wait_for_checks(slug) if server.celery else None
     finally:
         server.stop()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -657,6 +688,14 @@ def main() -> int:
     goal("errors", str(len(errors)), "0", not errors)
     goal("lost submissions", str(lost), "0", lost == 0)
     goal("traces over their overlap", str(over_slots + over_submitted), "0", over_slots + over_submitted == 0)
+    if waiting is not None:
+        left, waited = waiting
+        goal(
+            "completed traces without an adjudication check",
+            f"{left} ({waited:.1f} s after the run)",
+            "0",
+            left == 0,
+        )
     return 0
 
 
