@@ -1,30 +1,32 @@
-"""Template filters for the trace viewer. Trace text is untrusted: every piece is escaped here before any
-markup is added, so the result may be marked safe."""
+"""Template tags for the trace viewer: a page's steps, written by traces.step_html (which escapes every piece
+of trace text before adding markup)."""
 
 from __future__ import annotations
 
-import re
-
 from django import template
-from django.utils.html import escape
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import SafeString
+
+from traces import step_html
+from traces.viewer import StepView
 
 register = template.Library()
 
 
-@register.filter
-def highlight(text: str, query: str) -> SafeString:
-    """Escape `text` and wrap case-insensitive matches of `query` in <mark>."""
-    text = str(text)
-    if not query:
-        return escape(text)
-    pattern = re.compile(re.escape(query), re.I)
-    out: list[str] = []
-    last = 0
-    for match in pattern.finditer(text):
-        out.append(escape(text[last : match.start()]))
-        out.append(f'<mark class="hit">{escape(match.group(0))}</mark>')
-        last = match.end()
-    out.append(escape(text[last:]))
-    # Safe: every fragment of trace text above went through escape(); only our own tags are added.
-    return mark_safe("".join(out))
+@register.simple_tag
+def step_links(steps: list[StepView]) -> SafeString:
+    """The index entries of a page's steps."""
+    return step_html.step_links(steps)
+
+
+@register.simple_tag
+def step_articles(steps: list[StepView], *, q: str = "", page_url: str, step_url: str) -> SafeString:
+    """The articles of a page's steps."""
+    return step_html.step_articles(steps, q=q or "", page_url=page_url, step_url=step_url)
+
+
+@register.simple_tag
+def step_article(
+    step: StepView, *, q: str = "", page_url: str, step_url: str, full: bool = False
+) -> SafeString:
+    """One step's article: the swap target #step-N."""
+    return step_html.step_article(step, q=q or "", page_url=page_url, step_url=step_url, full=bool(full))
