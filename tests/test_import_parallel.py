@@ -13,6 +13,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from traces import import_pool, services
+from traces.importers import HEAD_SIZE
 from traces.importers.synthetic import (
     native_lines,
     synthetic_traces,
@@ -172,3 +173,38 @@ def test_a_line_nested_too_deep_in_a_piece_is_named(postgres, pools, monkeypatch
     path = native_file(tmp_path / "runs.jsonl", extra=[deep])
     stored, error = both_ways(path, pools=pools, monkeypatch=monkeypatch)
     assert "runs.jsonl, line 11: nested deeper than 100 levels" in error and stored == []
+
+
+def test_whole_files_shorter_and_longer_than_their_head_are_read_whole(
+    postgres, pools, monkeypatch, tmp_path
+):
+    # A file shorter than its head is parsed from the head already read; a longer one from the disk.
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    short, long = native_lines(synthetic_traces(2, steps=3, seed=6))
+    (folder / "a-short.jsonl").write_text(short + "\n")
+    record = json.loads(long)
+    record["steps"][0]["content"] = "x" * (2 * HEAD_SIZE) + "THE-END"
+    (folder / "b-long.jsonl").write_text(json.dumps(record) + "\n")
+    stored, error = both_ways(folder, pools=pools, monkeypatch=monkeypatch)
+    assert not error and len(stored) == 2
+    assert stored[1][7][0][6].endswith("THE-END")
+
+
+def test_progress_counts_every_byte_and_the_traces_stored(postgres, pools, monkeypatch, tmp_path):
+    monkeypatch.setattr(services, "PARALLEL_MIN_BYTES", 0)
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for i, line in enumerate(native_lines(synthetic_traces(6, steps=3, seed=7))):
+        (folder / f"t{i}.jsonl").write_text(line + "\n")
+    files = sorted(folder.iterdir())
+    reports: list[tuple[int, int]] = []
+    result = services.do_import_files(
+        [(path, path.name) for path in files],
+        batch_name="b",
+        progress=lambda done, traces: reports.append((done, traces)),
+    )
+    assert pools
+    assert result.stored == result.traces == 6
+    assert reports[-1][0] == sum(path.stat().st_size for path in files)
+    assert reports == sorted(reports) and all(traces <= 6 for _, traces in reports)

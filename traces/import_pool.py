@@ -230,7 +230,8 @@ def run_files(job: list[tuple[int, Path, str]], fmt: str | None, keep: bool) -> 
         out.append(("file", i, fmt_of))
         traces: list[tuple[str, int, Prepared]] = []
         try:
-            with path.open("rb") as raw:
+            # A head shorter than HEAD_SIZE is the whole file (a run of a folder, mostly): read once.
+            with io.BytesIO(head) if len(head) < importers.HEAD_SIZE else path.open("rb") as raw:
                 for record in importers.guarded(importers.parse_file(raw, name, head, fmt_of), name):
                     traces.append(
                         ("trace", i, prepare(record, fmt_of, name, copy_text=True, keep_annotations=keep))

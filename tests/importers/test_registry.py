@@ -209,3 +209,15 @@ def test_a_tool_result_names_the_tool_of_its_call_in_every_format(tmp_path: Path
                     call = record.steps[step.parent]
                     if call.kind == "tool_call" and call.tool_name:
                         assert step.tool_name == call.tool_name, (path, record.external_id, step)
+
+
+def test_each_head_is_answered_by_its_own_first_line():
+    # The sniffers share the last parse of a head: another head, even an equal one, is parsed afresh.
+    from traces.importers._json import first_line
+
+    first = b'{"id": "a", "steps": []}\n'
+    assert first_line(first) == {"id": "a", "steps": []}
+    assert first_line(first) is first_line(first)
+    assert first_line(b'{"id": "b"}\n') == {"id": "b"}
+    assert first_line(b"not json\n") is None
+    assert first_line(bytes(first)) == {"id": "a", "steps": []}

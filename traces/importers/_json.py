@@ -296,7 +296,22 @@ def has_key(head: bytes, *keys: str) -> bool:
 
 
 def first_line(head: bytes) -> Any:
-    """Parse the first non-blank line of a JSONL head, or None when incomplete/invalid."""
+    """Parse the first non-blank line of a JSONL head, or None when incomplete/invalid. Several sniffers ask
+    for the same head in turn (a whole .traj file, for each file of a folder): the last answer is kept.
+    Callers only read it."""
+    global _last_line
+    last = _last_line  # one read of the pair: another thread may replace it meanwhile
+    if last[0] is head:
+        return last[1]
+    parsed = _first_line(head)
+    _last_line = (head, parsed)
+    return parsed
+
+
+_last_line: tuple[bytes | None, Any] = (None, None)
+
+
+def _first_line(head: bytes) -> Any:
     for raw in head.splitlines(keepends=True):
         if raw.strip():
             if not raw.endswith(b"\n") and len(head) >= HEAD_SIZE:
