@@ -22,7 +22,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from traces.viewer import StepView
 
-__all__ = ["highlight", "step_article", "step_articles", "step_link", "step_links"]
+__all__ = ["highlight", "step_article", "step_articles", "step_links"]
 
 
 def highlight(text: str, query: str) -> str:
@@ -43,10 +43,6 @@ def highlight(text: str, query: str) -> str:
 def step_links(steps: list[StepView]) -> SafeString:
     """The index entries (<li>) of a page's steps."""
     return mark_safe("".join(_link(step) for step in steps))
-
-
-def step_link(step: StepView) -> SafeString:
-    return mark_safe(_link(step))
 
 
 def step_articles(steps: list[StepView], *, q: str, page_url: str, step_url: str) -> SafeString:

@@ -6,7 +6,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from traces.step_html import highlight, step_article, step_link
+from traces.step_html import highlight, step_article, step_links
 from traces.viewer import Segment, StepView
 
 EVIL = "\"'><evil onmouseover=alert(1)>&amp;"
@@ -97,7 +97,7 @@ def _step(**overrides) -> StepView:
 )
 def test_every_field_of_a_step_comes_out_as_text(step):
     article = step_article(step, q="<evil", page_url="/p/x/a/1/" + EVIL, step_url="/p/x/t/2/steps/" + EVIL)
-    link = step_link(step)
+    link = step_links([step])
     for html in (article, link):
         assert "<evil" not in html
         assert "&lt;evil onmouseover=alert(1)&gt;" in html
@@ -125,7 +125,7 @@ def test_a_step_shows_its_marks_parent_and_grouped_numbers():
     assert 'data-goto-step="3"' in article and "↳ in #3" in article
     assert "12,345 tokens" in article and "1,500 ms" in article
     assert 'href="/p/x/a/1/?step=7#step-7"' in article
-    assert "12,345 tok" in step_link(_step())
+    assert "12,345 tok" in step_links([_step()])
 
 
 def test_highlight_marks_every_match_whatever_its_case_and_escapes_the_rest():
