@@ -1,4 +1,5 @@
-"""Querysets compiled to SQL once per database connection, then run again with new values.
+"""Querysets compiled to SQL once per database connection, then run again with new values; and the hot
+writes (`insert`, `update`, `delete`, at the end) sent as statements built once per model and shape.
 
 Building and compiling a queryset costs the ORM 0.4-2.7 ms of CPU, where PostgreSQL answers the same small
 statement in 0.1-0.2 ms. The annotators' hot path (token, access, modes, lock, taxonomy check) runs the same
@@ -129,3 +130,109 @@ class PreparedQuery:
             for name, position in compiled.annotations:
                 setattr(obj, name, row[position])
             yield obj
+
+
+# Writes. Saving a draft or a submit writes the annotation, its labels, its history and the assignment, and
+# the ORM spent 0.26-0.57 ms of CPU building each of those statements against 0.06 ms to send it
+# (bench/bench_annotators.py, docs/benchmarks.md). These helpers write what the ORM would (defaults,
+# auto_now and auto_now_add, each value converted by its field) with the statement's text built once per
+# model and shape. They send no signals, like QuerySet.update() and bulk_create(); `delete` refuses a model
+# that other rows point to, whose deletion the ORM's collector would have to follow.
+
+_STATEMENTS: dict[tuple, str] = {}
+
+
+def insert(objs: list[Model], using: str = DEFAULT_DB_ALIAS) -> None:
+    """INSERT new instances of one model, setting their primary keys (from RETURNING) as save() does."""
+    if not objs:
+        return
+    model = type(objs[0])
+    connection = connections[using]
+    fields = _insert_fields(model)
+    key = ("insert", model, len(objs), connection.vendor)
+    sql = _STATEMENTS.get(key)
+    if sql is None:
+        quote = connection.ops.quote_name
+        row = f"({', '.join(['%s'] * len(fields))})"
+        sql = _STATEMENTS[key] = (
+            f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+            f"VALUES {', '.join([row] * len(objs))} RETURNING {quote(model._meta.pk.column)}"
+        )
+    params = []
+    for obj in objs:
+        if type(obj) is not model or obj.pk is not None:
+            raise TypeError("insert takes new instances of one model")
+        params += [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        ids = [row[0] for row in cursor.fetchall()]
+    for obj, pk in zip(objs, ids, strict=True):
+        obj.pk = pk
+        obj._state.adding = False
+        obj._state.db = using
+
+
+def update(
+    model: type[Model],
+    pk: int,
+    *,
+    where: dict[str, Any] | None = None,
+    add: dict[str, int] | None = None,
+    using: str = DEFAULT_DB_ALIAS,
+    **values: Any,
+) -> int:
+    """UPDATE the row `pk` of `model` (and only if its fields equal `where`): `values` set, `add` added to
+    the stored numbers. Returns the number of rows changed (0 or 1), as QuerySet.update() does."""
+    where, add = where or {}, add or {}
+    if any(value is None for value in where.values()):
+        raise TypeError("where compares with =, which never matches NULL")
+    connection = connections[using]
+    meta = model._meta
+    key = ("update", model, tuple(values), tuple(add), tuple(where), connection.vendor)
+    sql = _STATEMENTS.get(key)
+    if sql is None:
+        quote = connection.ops.quote_name
+        sets = [f"{quote(meta.get_field(name).column)} = %s" for name in values]
+        sets += [f"{quote(c)} = {quote(c)} + %s" for c in (meta.get_field(name).column for name in add)]
+        conditions = [f"{quote(meta.pk.column)} = %s"]
+        conditions += [f"{quote(meta.get_field(name).column)} = %s" for name in where]
+        sql = _STATEMENTS[key] = (
+            f"UPDATE {quote(meta.db_table)} SET {', '.join(sets)} WHERE {' AND '.join(conditions)}"
+        )
+    params = [meta.get_field(name).get_db_prep_save(value, connection) for name, value in values.items()]
+    params += list(add.values())
+    params += [
+        pk,
+        *(meta.get_field(name).get_db_prep_save(value, connection) for name, value in where.items()),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount
+
+
+def delete(model: type[Model], using: str = DEFAULT_DB_ALIAS, **equal: Any) -> int:
+    """DELETE the rows of `model` whose fields equal `equal`; returns how many. Only for a model no other
+    row points to (nothing to cascade to or protect)."""
+    if not equal or any(value is None for value in equal.values()):
+        raise TypeError("delete takes equalities with values")
+    connection = connections[using]
+    meta = model._meta
+    key = ("delete", model, tuple(equal), connection.vendor)
+    sql = _STATEMENTS.get(key)
+    if sql is None:
+        if meta.related_objects:
+            raise TypeError(f"rows of other models point to {meta.label}: delete them through the ORM")
+        quote = connection.ops.quote_name
+        conditions = " AND ".join(f"{quote(meta.get_field(name).column)} = %s" for name in equal)
+        sql = _STATEMENTS[key] = f"DELETE FROM {quote(meta.db_table)} WHERE {conditions}"
+    params = [meta.get_field(name).get_db_prep_save(value, connection) for name, value in equal.items()]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount
+
+
+def _insert_fields(model: type[Model]) -> list:
+    pk = model._meta.pk
+    if not pk.db_returning:
+        raise TypeError(f"{model._meta.label}'s primary key is not made by the database")
+    return [f for f in model._meta.local_concrete_fields if f is not pk and not f.generated]

@@ -26,6 +26,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
+from annotator import prepared
 from annotator.models import (
     AdjudicationItem,
     Annotation,
@@ -274,8 +275,9 @@ def _write(
             annotation, labels = _store(assignment, annotation, payload, modes, current, submit=submit)
             status = Assignment.Status.SUBMITTED if submit else Assignment.Status.IN_PROGRESS
             reserved_until = None if submit else assignment.reserved_until
-            Assignment.objects.filter(pk=assignment.pk).update(
-                status=status, skip_reason="", reserved_until=reserved_until
+            # The hot writes are sent as statements built once (annotator.prepared), as the ORM writes them.
+            prepared.update(
+                Assignment, assignment.pk, status=status, skip_reason="", reserved_until=reserved_until
             )
             assignment.status, assignment.skip_reason = status, ""
             assignment.reserved_until = reserved_until
@@ -283,8 +285,12 @@ def _write(
             after = snapshot(annotation, assignment, labels)
             if before != after:
                 action = _action(before, submit)
-                LabelHistory.objects.create(
-                    annotation=annotation, actor=actor, action=action, before=before, after=after
+                prepared.insert(
+                    [
+                        LabelHistory(
+                            annotation=annotation, actor=actor, action=action, before=before, after=after
+                        )
+                    ]
                 )
             if submit:
                 if existed and assignment.open_recheck:
@@ -409,14 +415,17 @@ def _store(
     if submit:
         fields["submitted_at"] = now
     if annotation is None:
-        annotation = Annotation.objects.create(
+        annotation = Annotation(
             assignment=assignment, version=1, time_spent_seconds=payload.elapsed_seconds, **fields
         )
+        prepared.insert([annotation])
     else:
         # The conditional UPDATE is the concurrency guard where row locks do not exist (SQLite).
-        changed = Annotation.objects.filter(pk=annotation.pk, version=current).update(
-            version=F("version") + 1,
-            time_spent_seconds=F("time_spent_seconds") + payload.elapsed_seconds,
+        changed = prepared.update(
+            Annotation,
+            annotation.pk,
+            where={"version": current},
+            add={"version": 1, "time_spent_seconds": payload.elapsed_seconds},
             updated_at=now,
             **fields,
         )
@@ -428,8 +437,8 @@ def _store(
         annotation.version = current + 1
         annotation.time_spent_seconds += payload.elapsed_seconds
         annotation.updated_at = now
-        annotation.labels.all().delete()
-    labels = LabelApplication.objects.bulk_create(
+        prepared.delete(LabelApplication, annotation=annotation.pk)
+    labels = [
         LabelApplication(
             annotation=annotation,
             mode=modes[label.mode],
@@ -438,7 +447,8 @@ def _store(
             note=label.note,
         )
         for label in payload.labels
-    )
+    ]
+    prepared.insert(labels)
     labels.sort(key=_label_order)
     _hold_labels(annotation, labels)
     return annotation, labels
