@@ -74,7 +74,7 @@ def run(args: argparse.Namespace, vendor: str, work: Path) -> None:
         # original record above all), so another format's COPY would not be the limit for it.
         copy_time = _true_copy(work, args.runs)
         indexed_copy_time = _true_copy(work, args.runs, indexed=True)
-        ours_copy_time = _true_copy(work, args.runs, into_ours=True)
+        ours_copy_time = _copy_into_ours(work, args.runs)
         floor = startup + ours_copy_time
         _clear()
         _, small_peak, _ = _command(["import_traces", str(small), "--batch", f"{fmt}-small"])
@@ -186,13 +186,9 @@ def _counts() -> tuple[int, int]:
     return Trace.objects.count(), Step.objects.count()
 
 
-def _true_copy(work: Path, runs: int, *, indexed: bool = False, into_ours: bool = False) -> float:
+def _true_copy(work: Path, runs: int, *, indexed: bool = False) -> float:
     """Median seconds of COPY FROM STDIN of the stored rows, from ready TSV files into unindexed tables
-    (`indexed`: into tables with the same indexes and checks as ours, foreign keys aside; `into_ours`: into
-    our own tables, emptied first, with their indexes, keys and triggers, in one transaction as an import
-    writes: what no import can beat)."""
-    if into_ours:
-        return _copy_into_ours(work, runs)
+    (`indexed`: into tables with the same indexes and checks as ours, foreign keys aside)."""
     from django.db import connection
 
     files = {}
@@ -223,7 +219,9 @@ def _true_copy(work: Path, runs: int, *, indexed: bool = False, into_ours: bool 
 
 
 def _copy_into_ours(work: Path, runs: int) -> float:
-    """The files _true_copy wrote (called after it), COPYed into traces_trace and traces_step themselves."""
+    """Median seconds of COPY of the files _true_copy wrote (call it first) into traces_trace and traces_step
+    themselves, emptied first, with their indexes, keys and triggers, in one transaction as an import writes:
+    what no import can beat."""
     from django.db import connection, transaction
 
     times = []

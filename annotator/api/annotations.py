@@ -36,10 +36,10 @@ from annotator.services.annotations import (
     do_save_draft,
     do_skip,
     do_submit_annotation,
-    is_locked,
 )
 from annotator.services.assignment import do_claim_next
 from annotator.services.calibration import gate
+from annotator.services.locking import is_locked
 from annotator.services.payload import PayloadError, payload_from_json
 from taxonomy.models import FailureMode
 

@@ -15,7 +15,7 @@ Rules kept here (and only here; the pages and the API call these verbs):
   re-checking unchanged input writes nothing. A new annotation (a slot submitted late) re-evaluates the
   item as long as adjudication has not started. Started = claimed once (claimed_by is set, even if the
   claim expired) or resolved. Submitted annotations stop being editable as soon as the item exists,
-  whatever its status (`annotator.services.annotations.is_locked`), so the lock tells an annotator nothing
+  whatever its status (`annotator.services.locking.is_locked`), so the lock tells an annotator nothing
   about what the others chose.
 - Claims are expiring locks (`claimed_until`, the project's reservation minutes). The next item is
   taken with `select_for_update(skip_locked=True)` on PostgreSQL, and every claim is a conditional

@@ -7,9 +7,9 @@ Rules kept here (and only here, so the page and the API agree):
   overwrite each other.
 - A submitted annotation is editable until the trace's round closes: once the trace has an
   AdjudicationItem (its required annotations are all in, whether they agree or not), submitted annotations
-  of it no longer change (see `is_locked`). The rule must not depend on the item's status: a lock that
-  came only with a disagreement (claimed or resolved items) told a blind annotator that the other
-  annotator disagreed. Slots not yet submitted (a third annotator's, a skipped one) stay open; their
+  of it no longer change (the lock rule, `annotator.services.locking`). The rule must not depend on the
+  item's status: a lock that came only with a disagreement (claimed or resolved items) told a blind
+  annotator that the other annotator disagreed. Slots not yet submitted (a third annotator's, a skipped one) stay open; their
   submission re-evaluates an item that is not resolved.
 - A submitted annotation is changed by submitting again (validated in full), never by a draft save, so
   an autosave cannot silently withdraw a submission from the agreement statistics.
@@ -23,12 +23,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, F, OuterRef
+from django.db.models import F
 from django.utils import timezone
 
 from annotator import prepared
 from annotator.models import (
-    AdjudicationItem,
     Annotation,
     Assignment,
     LabelApplication,
@@ -39,6 +38,7 @@ from annotator.models import (
 from annotator.prepared import PreparedQuery
 from annotator.services.calibration import gate
 from annotator.services.followups import after_annotations_changed
+from annotator.services.locking import LOCKED_MESSAGE, open_recheck, round_closed
 from annotator.services.payload import AnnotationPayload
 from taxonomy.models import FailureMode
 from traces.models import Step
@@ -72,40 +72,6 @@ class StaleAnnotation(AnnotationError):
             "This annotation was changed in another tab or window since you opened it "
             f"(it is now at version {current_version}). Nothing was saved."
         )
-
-
-LOCKED_MESSAGE = (
-    "Every required annotation of this trace is in (agreement and adjudication work from them), "
-    "so your submitted annotation can no longer change"
-)
-
-
-def _round_closed() -> Exists:
-    return Exists(AdjudicationItem.objects.filter(project=OuterRef("project_id"), trace=OuterRef("trace_id")))
-
-
-def _open_recheck() -> Exists:
-    return Exists(ModeRecheck.objects.filter(annotation__assignment=OuterRef("pk"), resolved_at__isnull=True))
-
-
-def locked_expression() -> Exists:
-    """The lock rule as an expression on Assignment rows (the queue annotates its list with it): the
-    trace's round has closed (it has an adjudication item, in any status, so nothing tells who disagreed)
-    and no re-check asks this annotator to look again (codebook evolution). Only submitted slots lock."""
-    return _round_closed() & ~_open_recheck()
-
-
-def is_locked(assignment: Assignment) -> bool:
-    """True when the assignment's annotation is submitted and frozen (`locked_expression`). Depends on
-    nothing the other annotators chose."""
-    if assignment.status != Assignment.Status.SUBMITTED:
-        return False
-    return bool(
-        Assignment.objects.filter(pk=assignment.pk)
-        .annotate(locked=locked_expression())
-        .values_list("locked", flat=True)
-        .first()
-    )
 
 
 def snapshot(
@@ -285,13 +251,10 @@ def _write(
             after = snapshot(annotation, assignment, labels)
             if before != after:
                 action = _action(before, submit)
-                prepared.insert(
-                    [
-                        LabelHistory(
-                            annotation=annotation, actor=actor, action=action, before=before, after=after
-                        )
-                    ]
+                history = LabelHistory(
+                    annotation=annotation, actor=actor, action=action, before=before, after=after
                 )
+                prepared.insert([history])
             if submit:
                 if existed and assignment.open_recheck:
                     # Submitting again is how an annotator answers "re-check FM-x on this trace" (a
@@ -342,8 +305,8 @@ _LOCK = PreparedQuery(
         .filter(pk=pk, project_id=project, annotator_id=annotator)
         .select_related("annotation")
         .annotate(
-            round_closed=_round_closed(),
-            open_recheck=_open_recheck(),
+            round_closed=round_closed(),
+            open_recheck=open_recheck(),
             trace_step_count=F("trace__step_count"),
         )
     ),

@@ -28,11 +28,11 @@ from annotator.services.annotations import (
     do_save_draft,
     do_skip,
     do_submit_annotation,
-    is_locked,
 )
 from annotator.services.assignment import do_claim_next, extend_reservation
 from annotator.services.calibration import feedback as calibration_feedback
 from annotator.services.calibration import gate
+from annotator.services.locking import is_locked
 from annotator.services.payload import AnnotationPayload, PayloadError, payload_from_form, version_from
 from annotator.templatetags.annotator_tags import render_markdown
 from annotator.views.panel import panel_context

@@ -13,10 +13,10 @@ from django.views.decorators.http import require_POST
 
 from annotator.access import LABEL_ROLES, access_project
 from annotator.models import Assignment, Project
-from annotator.services.annotations import locked_expression
 from annotator.services.assignment import do_claim_next, do_release_assignment
 from annotator.services.calibration import calibration_waiting, gate
 from annotator.services.evolution import open_rechecks
+from annotator.services.locking import locked_expression
 from annotator.services.rounds import rounds_of_annotator
 
 DONE = (Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED)
@@ -47,7 +47,7 @@ def queue_context(request: HttpRequest, project: Project) -> dict[str, Any]:
     )
     submitted = Paginator(
         rows.filter(status=Assignment.Status.SUBMITTED)
-        .annotate(locked=locked_expression())  # the one lock rule (annotator.services.annotations)
+        .annotate(locked=locked_expression())  # the one lock rule (annotator.services.locking)
         .order_by("-updated_at", "-id"),
         SUBMITTED_PER_PAGE,
     ).get_page(request.GET.get("submitted_page"))

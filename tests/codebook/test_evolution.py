@@ -19,7 +19,6 @@ from annotator.models import (
     ModeRecheck,
     Thread,
 )
-from annotator.services.annotations import is_locked
 from annotator.services.evolution import (
     MigrationError,
     do_apply_migration,
@@ -28,6 +27,7 @@ from annotator.services.evolution import (
     parse_changes_text,
     preview_rows,
 )
+from annotator.services.locking import is_locked
 from tests.factories import api_token
 from tests.labels import project_trace, submit
 
