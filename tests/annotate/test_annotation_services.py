@@ -15,8 +15,8 @@ from annotator.services.annotations import (
     do_save_draft,
     do_skip,
     do_submit_annotation,
-    is_locked,
 )
+from annotator.services.locking import is_locked
 from annotator.services.payload import AnnotationPayload, Evidence, LabelInput, payload_from_json
 from tests.factories import ProjectFactory, add_member, trace_with_steps
 
