@@ -32,6 +32,20 @@ def test_a_folder_is_walked_recursively_in_path_order(tmp_path):
     assert found == ["a/1.json", "a/deep/3.traj", "b/2.jsonl"]
 
 
+def test_a_folder_takes_links_to_files_but_follows_no_link_to_a_folder(tmp_path):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "a.traj").write_text("{}")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "b.json").write_text("{}")
+    (tmp_path / "runs" / "linked.json").symlink_to(tmp_path / "elsewhere" / "b.json")
+    (tmp_path / "runs" / "folder-link").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "runs" / "broken.json").symlink_to(tmp_path / "missing.json")
+    (tmp_path / "runs" / "dir.json").mkdir()  # a folder named like a trace file is walked, not taken
+    (tmp_path / "runs" / "dir.json" / "c.JSONL").write_text("{}")
+    found = [p.relative_to(tmp_path / "runs").as_posix() for p in files_in(tmp_path / "runs", TRACE_SUFFIXES)]
+    assert found == ["a.traj", "dir.json/c.JSONL", "linked.json"]
+
+
 def test_import_annotations_takes_a_folder(project, tmp_path):
     traces = tmp_path / "traces.jsonl"
     traces.write_text("".join(line + "\n" for line in native_lines(synthetic_traces(2, steps=4, seed=8))))

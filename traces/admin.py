@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from traces.models import Batch, Step, Trace
+from traces.models import Batch, Trace
 
 
 @admin.register(Batch)
@@ -9,16 +9,11 @@ class BatchAdmin(admin.ModelAdmin):
     search_fields = ["name", "source"]
 
 
+# Steps have no admin page: their key is (trace, index), which Django's admin cannot address; a trace's
+# steps are read in the trace viewer.
 @admin.register(Trace)
 class TraceAdmin(admin.ModelAdmin):
     list_display = ["external_id", "batch", "system", "model", "benchmark", "outcome", "step_count"]
     list_filter = ["outcome", "batch"]
     search_fields = ["external_id", "task", "model"]
     readonly_fields = ["raw", "content_hash"]
-
-
-@admin.register(Step)
-class StepAdmin(admin.ModelAdmin):
-    list_display = ["trace", "index", "agent", "kind", "tool_name"]
-    list_filter = ["kind"]
-    raw_id_fields = ["trace"]

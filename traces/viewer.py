@@ -44,7 +44,7 @@ MONO_KINDS = frozenset({StepKind.TOOL_CALL, StepKind.TOOL_RESULT, StepKind.OBSER
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)(?:```|\Z)", re.S)
 _SPACE = re.compile(r"\s+")
 _LIST_FIELDS = (
-    "id",
+    "trace",  # with index, the step's key
     "index",
     "parent_index",
     "depth",
@@ -267,10 +267,10 @@ def step_page(
     if unfiltered:
         page_rows = Step.objects.filter(trace_id=trace.pk, index__gte=offset, index__lt=offset + PAGE_SIZE)
     else:
-        # The page's ids first (an index range), then only those rows with their bodies cut in SQL: the
-        # database never evaluates SUBSTR/LENGTH (never detoasts content) for a step outside the page.
-        page_ids = steps.order_by("index").values("pk")[offset : offset + PAGE_SIZE]
-        page_rows = Step.objects.filter(pk__in=page_ids)
+        # The page's indexes first (an offset over the key), then only those rows with their bodies cut in
+        # SQL: the database never evaluates SUBSTR/LENGTH (never detoasts content) for a step off the page.
+        page_indexes = steps.order_by("index").values("index")[offset : offset + PAGE_SIZE]
+        page_rows = Step.objects.filter(trace_id=trace.pk, index__in=page_indexes)
     rows = (
         page_rows.order_by("index")
         .only(*_LIST_FIELDS)
@@ -315,7 +315,7 @@ def _facets(trace: Trace) -> tuple[list[str], list[tuple[str, str]], dict[tuple[
             Step.objects.filter(trace_id=trace.pk)
             .order_by()
             .values_list("agent", "kind")
-            .annotate(n=Count("id"))
+            .annotate(n=Count("index"))
         )
         cache.set(key, triples, timeout=FACETS_TTL)
     counts = {(agent, kind): n for agent, kind, n in triples}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 
@@ -14,14 +15,31 @@ TRACE_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".traj", ".eval"})
 
 def files_in(folder: Path, suffixes: Collection[str]) -> list[Path]:
     """Every file under ``folder`` (recursively) with one of ``suffixes``, hidden files and folders skipped,
-    in a stable order (sorted by path), so the same folder always imports the same way."""
-    return sorted(
-        p
-        for p in folder.rglob("*")
-        if p.is_file()
-        and p.suffix.lower() in suffixes
-        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
-    )
+    in a stable order (sorted by path), so the same folder always imports the same way. Symbolic links to
+    files are taken, links to folders are not followed.
+
+    One ``scandir`` a folder, with no ``stat`` of a regular file (a folder of 10,000 runs was half a second
+    of Path objects and stats before the import began)."""
+    found: list[tuple[tuple[str, ...], str]] = []
+
+    def visit(directory: str, parts: tuple[str, ...]) -> None:
+        try:
+            with os.scandir(directory) as entries:
+                listed = list(entries)
+        except PermissionError:
+            return
+        for entry in listed:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                visit(entry.path, (*parts, name))
+            elif os.path.splitext(name)[1].lower() in suffixes and entry.is_file():
+                found.append(((*parts, name), entry.path))
+
+    visit(str(folder), ())
+    # Sorting the parts sorts as Path does (by component), so "a/b" comes before "a-b".
+    return [Path(path) for _, path in sorted(found)]
 
 
 def expand_paths(paths: Iterable[Path | str], suffixes: Collection[str]) -> Iterator[Path]:

@@ -73,3 +73,38 @@ def test_truncated_and_corrupted(files: list[Path], tmp_path: Path):
     doc = {"trajectory": [{"thought": "t", "action": "ls", "observation": ""}, {"thought": 5}], "info": {}}
     with pytest.raises(TraceFormatError, match=r"x\.traj, record 1, field 'trajectory\[1\]\.thought'"):
         list(swe_agent.parse(io.BytesIO(json.dumps(doc).encode()), "x.traj"))
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "message"),
+    [
+        (["ls"], "trajectory[1]", "expected an object, got list"),
+        ({"thought": 5, "action": "ls"}, "trajectory[1].thought", "expected a string, got integer"),
+        ({"thought": "t", "action": ["ls"]}, "trajectory[1].action", "expected a string, got list"),
+        ({"thought": "t", "action": True}, "trajectory[1].action", "expected a string, got boolean"),
+    ],
+)
+def test_an_entry_of_the_wrong_shape_is_named_by_its_field(entry, field: str, message: str):
+    doc = {"trajectory": [{"thought": "t", "action": "ls", "observation": ""}, entry], "info": {}}
+    with pytest.raises(TraceFormatError) as error:
+        list(swe_agent.parse(io.BytesIO(json.dumps(doc).encode()), "x.traj"))
+    assert f"field '{field}'" in str(error.value) and message in str(error.value)
+
+
+def test_null_text_is_empty_and_a_numeric_time_of_any_form_is_kept():
+    doc = {
+        "trajectory": [
+            {"thought": None, "action": None, "observation": None, "execution_time": "0.5"},
+            {"thought": "look", "action": "  cat   a.py ", "observation": ["x", "y"], "execution_time": 2},
+        ],
+        "info": {},
+    }
+    (rec,) = swe_agent.parse(io.BytesIO(json.dumps(doc).encode()), "x.traj")
+    assert [(s.kind, s.content, s.tool_name, s.duration_ms) for s in rec.steps] == [
+        ("tool_call", "", "", 500),
+        ("observation", "", "", None),
+        ("reasoning", "look", "", None),
+        ("tool_call", "  cat   a.py ", "cat", 2000),
+        ("observation", "x\ny", "", None),
+    ]
+    assert rec.steps[4].parent == 3

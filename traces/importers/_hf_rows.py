@@ -13,6 +13,7 @@ registry is loaded by every process that never reads a dataset.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,7 +55,15 @@ def looks_like_dataset_folder(folder: Path) -> bool:
         return True
     if card_configs(folder):
         return True
-    return any(p.suffix in (".parquet", ".arrow") for p in folder.rglob("*") if p.is_file())
+    # Names first, from one listing a folder: a folder of thousands of trace files needs no stat (nor Path)
+    # of each. Links to folders are not followed (as Path.rglob).
+    for root, _, names in os.walk(folder):
+        for name in names:
+            if os.path.splitext(name)[1] in (".parquet", ".arrow") and os.path.isfile(
+                os.path.join(root, name)
+            ):
+                return True
+    return False
 
 
 def card_front_matter(folder: Path) -> dict:

@@ -86,17 +86,24 @@ def _task(history: list) -> str:
 def build(d: dict, ctx: Ctx, stem: str) -> TraceRecord:
     traj = ctx.get(d, "trajectory", list, "trajectory", required=True)
     steps: list[StepRecord] = []
-    for i, raw in enumerate(traj):
-        path = f"trajectory[{i}]"
-        e = ctx.obj(raw, path)
-        thought = ctx.text(e, "thought", f"{path}.thought")
-        action = ctx.text(e, "action", f"{path}.action")
-        observation = e.get("observation")
-        secs = as_float(e.get("execution_time"))
+    for i, e in enumerate(traj):
+        # A value of the expected type is taken as it is; anything else goes through the checks that name
+        # the field (a run has thousands of entries, and their paths are only needed for an error).
+        if type(e) is not dict:
+            ctx.obj(e, f"trajectory[{i}]")
+        thought = e.get("thought")
+        if type(thought) is not str:
+            thought = ctx.text(e, "thought", f"trajectory[{i}].thought")
+        action = e.get("action")
+        if type(action) is not str:
+            action = ctx.text(e, "action", f"trajectory[{i}].action")
+        secs = e.get("execution_time")
+        if secs is not None:
+            secs = as_float(secs)
         if thought.strip():
             steps.append(StepRecord(kind="reasoning", content=thought, agent="SWE-agent", role="assistant"))
         call = len(steps)
-        words = action.split()
+        words = action.split(None, 1)
         steps.append(
             StepRecord(
                 kind="tool_call",
@@ -110,7 +117,7 @@ def build(d: dict, ctx: Ctx, stem: str) -> TraceRecord:
         steps.append(
             StepRecord(
                 kind="observation",
-                content=text_of(observation),
+                content=text_of(e.get("observation")),
                 agent="environment",
                 role="tool",
                 parent=call,
