@@ -208,3 +208,16 @@ def test_progress_counts_every_byte_and_the_traces_stored(postgres, pools, monke
     assert result.traces == sum(f.traces for f in result.files) == 6
     assert reports[-1][0] == sum(path.stat().st_size for path in files)
     assert reports == sorted(reports) and all(traces <= 6 for _, traces in reports)
+
+
+def test_the_pool_waits_for_its_workers_and_its_own_changes_not_for_unread_results():
+    """multiprocessing's pool also woke its worker-handling thread whenever the results pipe was readable,
+    which it does not read: it spun while results waited, taking CPU from the import (issue 14)."""
+    pool = import_pool.start(1)
+    try:
+        assert pool._get_sentinels() == [pool._change_notifier._reader]
+        assert pool.apply_async(sum, ([1, 2],)).get(timeout=60) == 3
+        pool.close()
+        pool.join()  # closing still wakes the handler, which lets the worker go
+    finally:
+        pool.terminate()
