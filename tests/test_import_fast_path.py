@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
 
 from traces import services
 from traces.exports import stored_content_hash
@@ -104,6 +105,36 @@ def test_a_folder_of_one_trace_files_goes_in_by_the_chunk_with_each_files_counts
     # Each trace's steps belong to it, in order.
     for trace in Trace.objects.all():
         assert list(trace.steps.values_list("index", flat=True)) == list(range(trace.step_count))
+
+
+def test_chunks_start_small_and_double_up_to_their_bound(db, tmp_path, monkeypatch):
+    """PostgreSQL starts storing after a few traces; later chunks are larger, so the COPY pauses less often."""
+    monkeypatch.setattr(services, "FIRST_CHUNK_TRACES", 2)
+    monkeypatch.setattr(services, "TRACES_PER_CHUNK", 5)
+    sizes = []
+    flush = services._flush
+    monkeypatch.setattr(
+        services, "_flush", lambda pending, *rest: (sizes.append(len(pending.items)), flush(pending, *rest))
+    )
+    source = tmp_path / "many.jsonl"
+    source.write_text("".join(line + "\n" for line in native_lines(synthetic_traces(17, steps=3, seed=4))))
+    run("import_traces", str(source), "--batch", "grown")
+    assert [size for size in sizes if size] == [2, 4, 5, 5, 1]
+    assert Trace.objects.count() == 17
+
+
+def test_a_chunk_is_written_once_its_copy_text_reaches_the_byte_bound(db, tmp_path, monkeypatch):
+    monkeypatch.setattr(services, "BYTES_PER_CHUNK", 1)  # every trace is a chunk of its own
+    sizes = []
+    flush = services._flush
+    monkeypatch.setattr(
+        services, "_flush", lambda pending, *rest: (sizes.append(len(pending.items)), flush(pending, *rest))
+    )
+    source = tmp_path / "few.jsonl"
+    source.write_text("".join(line + "\n" for line in native_lines(synthetic_traces(3, steps=3, seed=4))))
+    run("import_traces", str(source), "--batch", "bytes")
+    expected = [1, 1, 1] if connection.vendor == "postgresql" else [3]  # SQLite's rows are not COPY text
+    assert [size for size in sizes if size] == expected
 
 
 def test_a_bad_file_after_full_chunks_leaves_the_database_unchanged(db, tmp_path, monkeypatch):
