@@ -107,15 +107,21 @@ def test_a_folder_of_one_trace_files_goes_in_by_the_chunk_with_each_files_counts
         assert list(trace.steps.values_list("index", flat=True)) == list(range(trace.step_count))
 
 
-def test_chunks_start_small_and_double_up_to_their_bound(db, tmp_path, monkeypatch):
-    """PostgreSQL starts storing after a few traces; later chunks are larger, so the COPY pauses less often."""
-    monkeypatch.setattr(services, "FIRST_CHUNK_TRACES", 2)
-    monkeypatch.setattr(services, "TRACES_PER_CHUNK", 5)
-    sizes = []
+def chunk_sizes(monkeypatch) -> list[int]:
+    """The number of traces in each chunk the import writes (and in each empty flush, as 0), in order."""
+    sizes: list[int] = []
     flush = services._flush
     monkeypatch.setattr(
         services, "_flush", lambda pending, *rest: (sizes.append(len(pending.items)), flush(pending, *rest))
     )
+    return sizes
+
+
+def test_chunks_start_small_and_double_up_to_their_bound(db, tmp_path, monkeypatch):
+    """PostgreSQL starts storing after a few traces; later chunks are larger, so the COPY pauses less often."""
+    monkeypatch.setattr(services, "FIRST_CHUNK_TRACES", 2)
+    monkeypatch.setattr(services, "TRACES_PER_CHUNK", 5)
+    sizes = chunk_sizes(monkeypatch)
     source = tmp_path / "many.jsonl"
     source.write_text("".join(line + "\n" for line in native_lines(synthetic_traces(17, steps=3, seed=4))))
     run("import_traces", str(source), "--batch", "grown")
@@ -125,11 +131,7 @@ def test_chunks_start_small_and_double_up_to_their_bound(db, tmp_path, monkeypat
 
 def test_a_chunk_is_written_once_its_copy_text_reaches_the_byte_bound(db, tmp_path, monkeypatch):
     monkeypatch.setattr(services, "BYTES_PER_CHUNK", 1)  # every trace is a chunk of its own
-    sizes = []
-    flush = services._flush
-    monkeypatch.setattr(
-        services, "_flush", lambda pending, *rest: (sizes.append(len(pending.items)), flush(pending, *rest))
-    )
+    sizes = chunk_sizes(monkeypatch)
     source = tmp_path / "few.jsonl"
     source.write_text("".join(line + "\n" for line in native_lines(synthetic_traces(3, steps=3, seed=4))))
     run("import_traces", str(source), "--batch", "bytes")

@@ -100,8 +100,8 @@ class Trace(models.Model):
 
 class Step(models.Model):
     # Keyed by its place, (trace, index): that key's index serves every lookup by trace, and an import
-    # maintains one index and no id sequence (a separate id key and a unique (trace, index) cost a step COPY
-    # a third of its time, issue 14). Nothing points at a step row: labels name steps by index.
+    # maintains one index and no id sequence (the id's index and sequence were about 30% of a step COPY,
+    # issue 14). Nothing points at a step row: labels name steps by index.
     pk = models.CompositePrimaryKey("trace", "index")
     # No foreign-key constraint either: a row-by-row check of every step cost an import as much as the COPY
     # of its steps (issue 14). Migration traces 0010 keeps the same guarantee with set-based triggers: an

@@ -30,7 +30,7 @@ from traces.rows import content_hash as content_hash
 FIRST_CHUNK_TRACES = 100
 TRACES_PER_CHUNK = 500
 STEPS_PER_CHUNK = 50_000
-BYTES_PER_CHUNK = 8 << 20  # of COPY text
+BYTES_PER_CHUNK = 4 << 20  # of COPY text
 # Below this many bytes of files an import runs in its own process: starting worker processes would cost
 # more than they save.
 PARALLEL_MIN_BYTES = 1 << 20

@@ -1,9 +1,9 @@
 """A step is keyed by its place, (trace, index), instead of an id beside a unique (trace, index) (issue 14).
 
 Nothing points at a step row (labels name steps by index), so the id was a second key that every import
-maintained: its own index and a sequence called once per step. Measured on a COPY of 500,000 steps, the two
-keys and the sequence cost a third of the time the rows take to store. The (trace, index) key keeps the
-uniqueness the constraint gave and serves every lookup by trace, as its index did.
+maintained: its own index and a sequence called once per step, about 150 ms of the 506 ms a COPY of 100,000
+SWE-agent steps took (docs/benchmarks.md). The (trace, index) key keeps the uniqueness the constraint gave
+and serves every lookup by trace, as its index did.
 
 PostgreSQL changes the table in place. SQLite cannot change a primary key, so the table is rebuilt (the
 step triggers of migration 0010 are dropped first, since SQLite rewrites a trigger's table names when a
@@ -15,22 +15,6 @@ from importlib import import_module
 from django.db import migrations, models
 
 TRIGGERS = import_module("traces.migrations.0010_step_trace_checked_by_statement").TRIGGERS
-COLUMNS = (
-    "trace_id",
-    "index",
-    "parent_index",
-    "depth",
-    "agent",
-    "role",
-    "kind",
-    "content",
-    "tool_name",
-    "tool_args",
-    "tool_call_id",
-    "timestamp",
-    "tokens",
-    "duration_ms",
-)
 
 TO_PLACE_KEY = [
     "ALTER TABLE traces_step DROP CONSTRAINT step_index_unique_in_trace",
@@ -52,8 +36,14 @@ def _rebuild_on_sqlite(apps, schema_editor) -> None:
     for statement in drop:
         schema_editor.execute(statement)
     schema_editor.execute("ALTER TABLE traces_step RENAME TO traces_step_rebuilt")
-    schema_editor.create_model(apps.get_model("traces", "Step"))
-    columns = ", ".join(f'"{c}"' for c in COLUMNS)
+    step = apps.get_model("traces", "Step")
+    schema_editor.create_model(step)
+    # Every column both tables have: all but the id, whichever way the rebuild goes.
+    wanted = {field.column for field in step._meta.local_concrete_fields if field.column}
+    connection = schema_editor.connection
+    with connection.cursor() as cursor:
+        have = connection.introspection.get_table_description(cursor, "traces_step_rebuilt")
+    columns = ", ".join(schema_editor.quote_name(c.name) for c in have if c.name in wanted)
     schema_editor.execute(f"INSERT INTO traces_step ({columns}) SELECT {columns} FROM traces_step_rebuilt")
     schema_editor.execute("DROP TABLE traces_step_rebuilt")
     for statement in create:
