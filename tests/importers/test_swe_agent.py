@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.importers.conftest import need, truncate
+from traces import services
 from traces.importers import detect_format, iter_records, swe_agent
 from traces.importers.records import TraceFormatError
 
@@ -108,3 +109,35 @@ def test_null_text_is_empty_and_a_numeric_time_of_any_form_is_kept():
         ("observation", "x\ny", "", None),
     ]
     assert rec.steps[4].parent == 3
+
+
+def _run_folder(tmp_path: Path, text: str) -> list[tuple]:
+    """The events of one .traj file read as an import's worker reads a short run: from its head."""
+    from traces import import_pool
+
+    path = tmp_path / "run.traj"
+    path.write_text(text)
+    return import_pool.run_files([(0, path, "run.traj")], None, False)
+
+
+def test_a_run_read_from_its_head_gives_the_record_a_fresh_parse_gives(tmp_path: Path):
+    doc = {
+        "trajectory": [{"thought": "t", "action": "ls -a", "observation": "x"}],
+        "info": {"exit_status": "x"},
+    }
+    events = _run_folder(tmp_path, json.dumps(doc) + "\n")
+    assert [e[0] for e in events] == ["file", "trace", "end"]
+    (fresh,) = swe_agent.parse(io.BytesIO(json.dumps(doc).encode()), "run.traj")
+    assert events[1][2].digest == services.content_hash(fresh)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"trajectory": [], "info": {}}\r{"trajectory": []}', "malformed JSON"),  # two values, one line
+        ('{"trajectory": [], "info": ' + "[" * 150 + "]" * 150 + "}", "nested deeper than 100 levels"),
+    ],
+)
+def test_a_run_the_sniffers_parsed_is_still_checked_whole(tmp_path: Path, text: str, message: str):
+    events = _run_folder(tmp_path, text)
+    assert events[-1][0] == "error" and message in events[-1][2]

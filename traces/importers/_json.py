@@ -8,6 +8,7 @@ the file and the record or line.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import re
@@ -190,15 +191,19 @@ def loads(
     record: int | None = None,
     line: int | None = None,
     checked: bool = False,
+    parsed: Any = None,
 ) -> Any:
     """``json.loads`` for one record, with errors that point at the file/record/line.
 
     The bytes are scanned for depth and value length first (unless `checked`: they were, with others):
-    ``json.loads`` recurses once per level.
+    ``json.loads`` recurses once per level. `parsed` is the value of `data` when it is already known (then
+    only the scan runs).
     """
     try:
         if not checked:
             limits.check_json_bytes(data)
+        if parsed is not None:
+            return parsed
         return limits.fast_loads(data, parse_constant=_no_nan)
     except (limits.LimitExceeded, RecursionError) as exc:
         message = (
@@ -248,7 +253,18 @@ def load_single(stream: BinaryIO, filename: str) -> Any:
         raise TraceFormatError(str(limits.record_too_large(0, limits.current())), file=filename, record=1)
     if not data.strip():
         raise TraceFormatError("empty file", file=filename, record=1)
-    return loads(data, filename, record=1)
+    return loads(data, filename, record=1, parsed=_parsed_by_sniffers(data))
+
+
+def _parsed_by_sniffers(data: bytes) -> Any:
+    """The record the sniffers already parsed, when `data` is the very head they read (a run shorter than its
+    head is parsed from it) and its first line is all of it; else None."""
+    kept = _last_line
+    if kept[0] is data and kept[1] is not None:
+        body = data.strip()
+        if b"\n" not in body and b"\r" not in body:
+            return kept[1]
+    return None
 
 
 class _Replay(io.RawIOBase):
@@ -287,12 +303,19 @@ def first_char(head: bytes) -> str:
 
 def has_key(head: bytes, *keys: str) -> bool:
     """True when every ``"key":`` appears unescaped, i.e. as a real JSON key, not inside a string."""
-    # The plain substring test (C speed) rules most keys out before the regex scans the head.
-    return all(
-        b'"' + k.encode() + b'"' in head
-        and re.search(rb'(?<![\\\w])"' + re.escape(k.encode()) + rb'"\s*:', head)
-        for k in keys
-    )
+    for key in keys:
+        quoted, pattern = _key_patterns(key)
+        # The plain substring test (C speed) rules most keys out before the regex scans the head.
+        if quoted not in head or pattern.search(head) is None:
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=256)
+def _key_patterns(key: str) -> tuple[bytes, re.Pattern[bytes]]:
+    """The sniffers ask for the same few keys of every file of a folder: their patterns are made once."""
+    k = key.encode()
+    return b'"' + k + b'"', re.compile(rb'(?<![\\\w])"' + re.escape(k) + rb'"\s*:')
 
 
 def first_line(head: bytes) -> Any:
