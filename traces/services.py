@@ -418,7 +418,10 @@ def _import_parallel(
         with pool:
             events = import_pool.events(
                 pool,
-                [(Path(p), n, size) for (p, n), size in zip(files, sizes, strict=True)],
+                [
+                    (p if isinstance(p, Path) else Path(p), n, size)
+                    for (p, n), size in zip(files, sizes, strict=True)
+                ],
                 fmt,
                 result.keep_annotations,
                 on_read,
