@@ -18,7 +18,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from traces import services
+from traces import batching, services
 from traces.exports import stored_content_hash
 from traces.importers import native
 from traces.importers._util import Ctx
@@ -89,7 +89,7 @@ def test_text_with_tabs_newlines_and_backslashes_is_stored_exactly(db, tmp_path)
 
 
 def test_a_folder_of_one_trace_files_goes_in_by_the_chunk_with_each_files_counts(db, tmp_path, monkeypatch):
-    monkeypatch.setattr(services, "TRACES_PER_CHUNK", 3)  # several chunks, each spanning files
+    monkeypatch.setattr(batching, "TRACES_PER_CHUNK", 3)  # several chunks, each spanning files
     folder = tmp_path / "runs"
     folder.mkdir()
     lines = list(native_lines(synthetic_traces(7, steps=4, seed=5)))
@@ -110,17 +110,17 @@ def test_a_folder_of_one_trace_files_goes_in_by_the_chunk_with_each_files_counts
 def chunk_sizes(monkeypatch) -> list[int]:
     """The number of traces in each chunk the import writes (and in each empty flush, as 0), in order."""
     sizes: list[int] = []
-    flush = services._flush
+    flush = batching.flush
     monkeypatch.setattr(
-        services, "_flush", lambda pending, *rest: (sizes.append(len(pending.items)), flush(pending, *rest))
+        batching, "flush", lambda pending, *rest: (sizes.append(len(pending.items)), flush(pending, *rest))
     )
     return sizes
 
 
 def test_chunks_start_small_and_double_up_to_their_bound(db, tmp_path, monkeypatch):
     """PostgreSQL starts storing after a few traces; later chunks are larger, so the COPY pauses less often."""
-    monkeypatch.setattr(services, "FIRST_CHUNK_TRACES", 2)
-    monkeypatch.setattr(services, "TRACES_PER_CHUNK", 5)
+    monkeypatch.setattr(batching, "FIRST_CHUNK_TRACES", 2)
+    monkeypatch.setattr(batching, "TRACES_PER_CHUNK", 5)
     sizes = chunk_sizes(monkeypatch)
     source = tmp_path / "many.jsonl"
     source.write_text("".join(line + "\n" for line in native_lines(synthetic_traces(17, steps=3, seed=4))))
@@ -130,7 +130,7 @@ def test_chunks_start_small_and_double_up_to_their_bound(db, tmp_path, monkeypat
 
 
 def test_a_chunk_is_written_once_its_copy_text_reaches_the_byte_bound(db, tmp_path, monkeypatch):
-    monkeypatch.setattr(services, "BYTES_PER_CHUNK", 1)  # every trace is a chunk of its own
+    monkeypatch.setattr(batching, "BYTES_PER_CHUNK", 1)  # every trace is a chunk of its own
     sizes = chunk_sizes(monkeypatch)
     source = tmp_path / "few.jsonl"
     source.write_text("".join(line + "\n" for line in native_lines(synthetic_traces(3, steps=3, seed=4))))
@@ -140,7 +140,7 @@ def test_a_chunk_is_written_once_its_copy_text_reaches_the_byte_bound(db, tmp_pa
 
 
 def test_a_bad_file_after_full_chunks_leaves_the_database_unchanged(db, tmp_path, monkeypatch):
-    monkeypatch.setattr(services, "TRACES_PER_CHUNK", 2)
+    monkeypatch.setattr(batching, "TRACES_PER_CHUNK", 2)
     good = tmp_path / "a-good.jsonl"
     good.write_text("".join(line + "\n" for line in native_lines(synthetic_traces(5, steps=3, seed=6))))
     bad = tmp_path / "b-bad.jsonl"

@@ -1,6 +1,6 @@
 """A chunk of prepared traces written to the database: as COPY text streamed by a thread on PostgreSQL,
-with bulk_create elsewhere. Called by `traces.services` (the import verb), which de-duplicates the chunk
-first and owns the transaction; the COPY text itself is made by `traces.rows`."""
+with bulk_create elsewhere. Called by `traces.batching`, which de-duplicates the chunk first (the import verb,
+`traces.services`, owns the transaction); the COPY text itself is made by `traces.rows`."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """The import verb: stream records from files into one batch, all-or-nothing, de-duplicated, in bulk.
 
-Parsing is done by `traces.importers` (no Django); this module checks and de-duplicates the records in
-chunks, so memory is bounded by the chunk, not the file, and `traces.chunks` writes each chunk (COPY on
-PostgreSQL, bulk_create elsewhere).
+Parsing is done by `traces.importers` (no Django, in worker processes for a large import:
+`traces.import_pool`); this module reads the files, reports each one and owns the transaction. The records
+are gathered into chunks and de-duplicated by `traces.batching`, so memory is bounded by the chunk, not the
+file, and `traces.chunks` writes each chunk (COPY on PostgreSQL, bulk_create elsewhere).
 """
 
 from __future__ import annotations
@@ -15,22 +16,14 @@ from pathlib import Path
 from typing import BinaryIO
 
 from django.db import connection, transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, QuerySet
 
-from traces import chunks, import_pool, importers
+from traces import batching, chunks, import_pool, importers
 from traces.importers.records import AnnotationRecord, TraceFormatError, TraceRecord
-from traces.models import Batch, Trace
-from traces.rows import Prepared, prepare, step_values
+from traces.models import Batch
 from traces.rows import content_hash as content_hash
+from traces.rows import prepare, step_values
 
-# Records wait in memory until their chunk is written: these bound an import's memory, whatever the file's
-# size. The first chunk is small, so PostgreSQL starts storing soon; each next one doubles up to the bounds,
-# because every chunk costs a pause in the COPY (its duplicates looked up, its ids drawn) and a run of the
-# statement trigger: chunks of 200 runs cost a 10,000-run import about 0.3 s more than chunks of 600 (issue 14).
-FIRST_CHUNK_TRACES = 100
-TRACES_PER_CHUNK = 500
-STEPS_PER_CHUNK = 50_000
-BYTES_PER_CHUNK = 4 << 20  # of COPY text
 # Below this many bytes of files an import runs in its own process: starting worker processes would cost
 # more than they save.
 PARALLEL_MIN_BYTES = 1 << 20
@@ -164,7 +157,7 @@ def do_import_files(
     scope = Batch.objects.all() if scope is None else scope
     try:
         with transaction.atomic():
-            target = _Target(
+            target = batching.ImportTarget(
                 name=batch_name,
                 user=user,
                 fmt=fmt or "",
@@ -177,7 +170,7 @@ def do_import_files(
             seen: set[str] = set()
             # Shared by the files: a folder of one-trace files (SWE-agent, Who&When) goes in by the
             # chunk, not one round of queries and COPYs per file.
-            pending = _Pending(writer=chunks.CopyWriter())
+            pending = batching.Pending(writer=chunks.CopyWriter())
             failed = False  # a file had an error: the others are only checked, to report all errors at once
             # One system call a file: a folder of thousands of runs was looked at a dozen times per file.
             sizes = [importers.file_size(path) for path, _ in files]
@@ -213,7 +206,7 @@ def do_import_files(
                     total_before += size or 0
                 if failed:
                     raise ImportFailed(result)
-                _flush(pending, target, result)
+                batching.flush(pending, target, result)
             except BaseException:
                 # The import is failing and rolls back: the chunk in flight must finish with the
                 # connection first (its own error, if any, is moot).
@@ -237,31 +230,6 @@ def do_import_files(
         result.batch = None
         raise
     return result
-
-
-@dataclass
-class _Target:
-    """The batch an import adds to: found in the user's scope, or created when the first trace is added."""
-
-    name: str
-    user: object
-    fmt: str
-    scope: QuerySet[Batch]
-    batch: Batch | None = None
-
-    def get(self) -> Batch:
-        if self.batch is None:
-            self.batch = Batch.objects.create(name=self.name, imported_by=self.user, format=self.fmt)
-        return self.batch
-
-    def duplicates_of(self, digests: list[str]) -> dict[str, tuple[int, int]]:
-        """Content hash -> (trace id, batch id) of the first trace in scope (or in the target) with it."""
-        where = Q(batch__in=self.scope) | (Q(batch=self.batch) if self.batch else Q(pk__in=[]))
-        found: dict[str, tuple[int, int]] = {}
-        rows = Trace.objects.filter(where, content_hash__in=digests).order_by("pk")
-        for digest, pk, batch_id in rows.values_list("content_hash", "pk", "batch_id"):
-            found.setdefault(digest, (pk, batch_id))
-        return found
 
 
 def _validate_only(
@@ -320,9 +288,9 @@ def _import_one(
     path: Path | str,
     name: str,
     fmt: str | None,
-    target: _Target,
+    target: batching.ImportTarget,
     seen: set[str],
-    pending: _Pending,
+    pending: batching.Pending,
     file_result: FileResult,
     result: ImportResult,
     offset: int,
@@ -349,31 +317,7 @@ def _import_one(
                 copy_text=connection.vendor == "postgresql",
                 keep_annotations=result.keep_annotations,
             )
-            _add(item, file_result, seen, pending, target, result)
-
-
-def _add(
-    item: Prepared,
-    file_result: FileResult,
-    seen: set[str],
-    pending: _Pending,
-    target: _Target,
-    result: ImportResult,
-) -> None:
-    """A prepared trace waits for its chunk, unless the import already has its content."""
-    if item.digest in seen:
-        file_result.duplicates += 1
-        return
-    seen.add(item.digest)
-    pending.items.append((item, file_result))
-    pending.steps += item.step_count
-    pending.bytes += len(item.trace_tail or b"") + len(item.step_body or b"")
-    if (
-        len(pending.items) >= pending.limit
-        or pending.steps >= STEPS_PER_CHUNK
-        or pending.bytes >= BYTES_PER_CHUNK
-    ):
-        _flush(pending, target, result)
+            batching.add(item, file_result, seen, pending, target, result)
 
 
 def _parallel(sizes: list[int | None], fmt: str | None, options: Mapping | None):
@@ -393,9 +337,9 @@ def _import_parallel(
     files: list[tuple[Path | str, str]],
     sizes: list[int],
     fmt: str | None,
-    target: _Target,
+    target: batching.ImportTarget,
     seen: set[str],
-    pending: _Pending,
+    pending: batching.Pending,
     result: ImportResult,
     progress: ProgressCallback | None,
 ) -> bool:
@@ -438,7 +382,7 @@ def _import_parallel(
                             first_seen[i], value.external_id, value.line_no, value.record_no, file_result.name
                         )
                         if not failed:
-                            _add(value, file_result, seen, pending, target, result)
+                            batching.add(value, file_result, seen, pending, target, result)
                     elif kind == "unique?":
                         importers.check_unique_id(first_seen[i], *value, file_result.name)
                     elif kind == "error":
@@ -459,46 +403,3 @@ def _parser(fmt: str, name: str):
         known = ", ".join(importers.ALL_FORMATS)
         raise TraceFormatError(f"unknown format {fmt!r}; known formats: {known}", file=name)
     return module
-
-
-@dataclass
-class _Pending:
-    """Traces prepared and not yet written, with their file's result, and the writer still sending the
-    chunk before them."""
-
-    writer: chunks.CopyWriter
-    items: list[tuple[Prepared, FileResult]] = field(default_factory=list)
-    steps: int = 0
-    bytes: int = 0
-    limit: int = field(default_factory=lambda: min(FIRST_CHUNK_TRACES, TRACES_PER_CHUNK))
-
-
-def _flush(pending: _Pending, target: _Target, result: ImportResult) -> None:
-    chunk, pending.items, pending.steps, pending.bytes = pending.items, [], 0, 0
-    pending.limit = min(pending.limit * 2, TRACES_PER_CHUNK)
-    if not chunk:
-        return
-    pending.writer.wait()  # the connection is the writer's until its chunk is stored
-    existing = target.duplicates_of([item.digest for item, _ in chunk])
-    fresh = [(item, file_result) for item, file_result in chunk if item.digest not in existing]
-    for item, file_result in chunk:
-        if item.digest in existing:
-            trace_id, batch_id = existing[item.digest]
-            file_result.duplicates += 1
-            if target.batch is None or batch_id != target.batch.pk:
-                result.duplicate_batches[batch_id] += 1
-            if item.annotations and result.keep_annotations:
-                result.annotations.append((trace_id, item.external_id, item.annotations, file_result.name))
-    if not fresh:
-        return
-    batch = target.get()
-    if connection.vendor == "postgresql":
-        trace_ids = chunks.copy_chunk(pending.writer, batch, [item for item, _ in fresh])
-    else:
-        trace_ids = chunks.bulk_chunk(batch, [(item, file_result.format) for item, file_result in fresh])
-    for trace_id, (item, file_result) in zip(trace_ids, fresh, strict=True):
-        if item.annotations and result.keep_annotations:
-            result.annotations.append((trace_id, item.external_id, item.annotations, file_result.name))
-        file_result.traces += 1
-        file_result.steps += item.step_count
-    result.traces += len(fresh)

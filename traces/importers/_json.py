@@ -258,7 +258,8 @@ def load_single(stream: BinaryIO, filename: str) -> Any:
 
 def _parsed_by_sniffers(data: bytes) -> Any:
     """The record the sniffers already parsed, when `data` is the very head they read (a run shorter than its
-    head is parsed from it) and its first line is all of it; else None."""
+    head is parsed from it: io.BytesIO hands back its own bytes when read whole) and its first line is all
+    of it; else None, and the caller parses `data` itself."""
     kept = _last_line
     if kept[0] is data and kept[1] is not None:
         body = data.strip()
