@@ -8,7 +8,7 @@ PORT ?= 8000
 # A worker child above this resident memory (KB) is replaced after its task (2 GB).
 WORKER_MAX_MEMORY_KB ?= 2097152
 
-.PHONY: run test install install-test lint format bench worker migrate demo clean
+.PHONY: run test install install-test lint format bench fuzz worker migrate demo clean
 
 # The local demo runs with DEBUG on (the settings' default is off, and then SECRET_KEY and
 # FIELD_ENCRYPTION_KEY are required). A DEBUG=false in your environment wins.
@@ -56,6 +56,11 @@ lint: install-test
 # docs/jobs.md). Run one beat per installation: further workers use `celery -A annotator.celery worker`.
 worker: install
 	$(VENV)/bin/celery -A annotator.celery worker -B --loglevel INFO --max-memory-per-child $(WORKER_MAX_MEMORY_KB)
+
+# The fuzz suite (tests/fuzz/) with many more generated inputs and a fresh seed each run; `make test`
+# runs the same properties on a short seeded profile. FUZZ_EXAMPLES=N sets how many inputs per property.
+fuzz: install-test
+	FUZZ_PROFILE=fuzz $(VENV)/bin/pytest tests/fuzz -p no:cacheprovider
 
 bench: install-test
 	$(PY) bench/run_all.py
