@@ -3,8 +3,12 @@
 Imported labels become submitted annotations by imported raters, so agreement can be computed on them at
 once. An imported rater is namespaced by its source (the dataset or file), inactive, and never receives work;
 a name in a file never becomes a real account unless a staff member maps it explicitly (`rater_map`).
-Missing is missing: an annotation exists only where the rater said something, and "no failure" only where
-the rater said so. All or nothing; an existing different annotation is never overwritten.
+Missing is missing: an annotation exists only where the rater gave a value for at least one mode of the
+project's taxonomy (a label in it, "no failure", or per-mode votes not all left out), and "no failure" only
+where the rater said so. A record whose labels were all left out (modes the taxonomy lacks, with
+--ignore-unknown-modes), or that holds only a note, is "nothing usable": counted, never stored, because an
+annotation without labels reads as "every mode not chosen". Votes the source left out stay missing per mode.
+All or nothing; an existing different annotation is never overwritten.
 """
 
 from __future__ import annotations
@@ -41,7 +45,8 @@ class LabelImportResult:
     ignored_modes: Counter = field(default_factory=Counter)
     # Records whose attributed agent is not the agent of the attributed step (annotator.services.attribution).
     attribution_conflicts: list[str] = field(default_factory=list)
-    # Records that said nothing (no label, no "no failure", no note): no annotation is made for them.
+    # Records with nothing usable (no label in the taxonomy, no "no failure", every vote left out): no
+    # annotation is made for them.
     empty: int = 0
     # Votes the source left out (MAST's NaN), kept as missing on the annotation, per mode.
     missing_votes: Counter = field(default_factory=Counter)
@@ -113,10 +118,12 @@ def do_import_annotations(
     _check_in_project(project, items)
     for item in items:
         labels, unknown = _resolve_labels(item, resolve, ignore_unknown_modes, result)
-        missing = _missing_codes(item.record, resolve, labels, result)
-        if not (labels or unknown or item.record.no_failure or item.record.ambiguous or item.record.note):
-            result.empty += 1  # the rater said nothing about this trace: no annotation, not "no failure"
+        missing = _missing_codes(item.record, resolve, labels)
+        if not _gives_a_value(item.record, labels, missing, resolve):
+            # Nothing usable about this taxonomy: no annotation, which would read as "no mode chosen".
+            result.empty += 1
             continue
+        result.missing_votes.update(missing)
         key = (item.source, item.record.annotator)
         user = users.get(key)
         if user is None:
@@ -180,7 +187,7 @@ def _check_in_project(project: Project, items: list[IncomingAnnotation]) -> None
     )
 
 
-def _missing_codes(record: AnnotationRecord, resolve, labels: list, result: LabelImportResult) -> list[str]:
+def _missing_codes(record: AnnotationRecord, resolve, labels: list) -> list[str]:
     """Taxonomy codes the source gave no value for (and no other vote chose): missing, never "not chosen"."""
     chosen = {mode.code for mode, _ in labels}
     codes = set()
@@ -188,9 +195,19 @@ def _missing_codes(record: AnnotationRecord, resolve, labels: list, result: Labe
         mode = resolve(name)
         if mode is not None and mode.code not in chosen:
             codes.add(mode.code)
-    for code in codes:
-        result.missing_votes[code] += 1
     return sorted(codes)
+
+
+def _gives_a_value(record: AnnotationRecord, labels: list, missing: list[str], resolve) -> bool:
+    """Whether the record says yes or no to at least one mode of the taxonomy: a label in it, or an explicit
+    "no failure" or per-mode votes (a source that lists its missing votes voted on the others) that did not
+    leave every mode out. Labels only in modes the taxonomy lacks, a note or an "ambiguous" flag alone say
+    nothing about its modes."""
+    if labels:
+        return True
+    if record.no_failure or record.missing:
+        return bool(set(resolve.modes) - set(missing))
+    return False
 
 
 def _resolve_labels(
