@@ -120,9 +120,7 @@ def test_the_submit_hook_runs_the_check(
     assert AdjudicationItem.objects.get(trace=trace).status == Status.OPEN
 
 
-def test_imported_annotators_count_when_the_project_says_so_and_llm_raters_never(
-    project, trace, annotator_a
-):
+def test_imported_annotators_count_when_the_project_says_so_and_llm_raters_never(project, trace, annotator_a):
     imported, _ = get_imported_rater("published", "imported-ann")
     llm = get_llm_rater("qwen2.5-7b")
     add_member(project, imported, "annotator")
