@@ -158,7 +158,7 @@ def two_published_raters(k: int) -> list[AnnotationRecord]:
     ]
 
 
-def test_imported_raters_fill_no_overlap_slot_by_default(project, annotator_a, annotator_b):
+def test_imported_raters_fill_no_overlap_slot_by_default(client, project, owner, annotator_a, annotator_b):
     traces = traces_of(project, 6)
     imported(project, traces, two_published_raters)
     do_assign(project)
@@ -173,6 +173,10 @@ def test_imported_raters_fill_no_overlap_slot_by_default(project, annotator_a, a
     submit(project, traces[0], annotator_b, {"FM-1.1": [2]})
     item = do_check_trace(project.pk, traces[0].pk)
     assert item.status == AdjudicationItem.Status.AGREED and len(item.annotation_ids) == 2
+    # The project's progress is the people's: 2 of 12 slots done, not 14 of 24.
+    client.force_login(owner)
+    counts = client.get(f"/p/{project.slug}/").context["counts"]
+    assert (counts["submitted"], counts["total"]) == (2, 12)
 
 
 def test_switching_the_setting_re_plans_and_keeps_every_submitted_and_started_annotation(
