@@ -261,3 +261,23 @@ def test_the_agreement_report_lists_imported_raters_either_way(project, annotato
     imported(project, traces, two_published_raters)
     report = agreement(project)
     assert [r["username"] for r in report["raters"]] == ["published/p1", "published/p2"]
+
+
+def test_labels_imported_into_a_reproduction_take_back_the_untouched_slots_they_fill(
+    project, annotator_a, annotator_b
+):
+    project.imported_labels_count_toward_overlap = True
+    project.save()
+    traces = traces_of(project, 4)
+    do_assign(project)
+    done = submit(project, traces[0], annotator_a, {"FM-1.1": [1]})
+    assert humans_per_trace(project, traces, [annotator_a, annotator_b]) == {2}
+    imported(project, traces[:2], two_published_raters)
+    # The two published raters fill traces 0 and 1: ana keeps what she submitted, the rest goes back.
+    held = Counter(
+        Assignment.objects.filter(project=project, annotator__in=[annotator_a, annotator_b]).values_list(
+            "trace_id", flat=True
+        )
+    )
+    assert [held[trace.pk] for trace in traces] == [1, 0, 2, 2]
+    assert Annotation.objects.filter(pk=done.pk, status=Annotation.Status.SUBMITTED).exists()

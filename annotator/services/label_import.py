@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from annotator.models import Annotation, Assignment, LabelApplication, LabelHistory, Membership, Project, Role
 from annotator.raters import get_imported_rater, rater_source
+from annotator.services.assignment import do_assign
 from annotator.services.attribution import attribution_conflicts
 from annotator.services.followups import after_annotations_changed
 from taxonomy.models import FailureMode
@@ -106,6 +107,9 @@ def do_import_annotations(
 ) -> LabelImportResult:
     """Store each incoming annotation as a submitted annotation; raises LabelImportError (nothing saved).
 
+    When the project counts imported labels toward the overlap, the work is re-planned (`do_assign`): the
+    people's untouched slots on traces the imported raters now fill go back.
+
     Only traces of the project take labels. `rater_map` (name in the file -> username) attributes a rater's
     labels to a real account, which then joins the project as an annotator; only staff (or the operator at
     the command line, `actor` None) may map."""
@@ -140,6 +144,9 @@ def do_import_annotations(
         }
         _store(project, item, user, labels, result, actor, provenance=provenance)
         touched.add(item.trace.pk)
+    if result.created and project.imported_labels_count_toward_overlap:
+        # They fill slots here: people's untouched slots on the traces they now fill go back.
+        do_assign(project, trim=True)
     if result.created:
         # Imported annotations count for the adjudication queue and the agreement report, like submits.
         transaction.on_commit(lambda: after_annotations_changed(project.pk, touched))
