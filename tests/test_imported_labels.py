@@ -281,3 +281,61 @@ def test_labels_imported_into_a_reproduction_take_back_the_untouched_slots_they_
     )
     assert [held[trace.pk] for trace in traces] == [1, 0, 2, 2]
     assert Annotation.objects.filter(pk=done.pk, status=Annotation.Status.SUBMITTED).exists()
+
+
+def mast_style_file(path, votes: dict[str, dict[str, bool | None]]):
+    """A file in the format of MAST's human-labelled release: one trace, per mode each annotator's vote."""
+    record = {
+        "round": "Round 1",
+        "mas_name": "AG2",
+        "benchmark_name": "GSM-Plus",
+        "trace_id": 0,
+        "trace": "user: add 2 and 2\nassistant: 5\n",
+        "annotations": [{"failure mode": f"{mode}\n\nA definition.", **by} for mode, by in votes.items()],
+    }
+    path.write_text(json.dumps([record]).replace("null", "NaN"))
+    return path
+
+
+def test_a_per_mode_vote_file_gives_values_only_for_the_modes_it_lists(project, tmp_path):
+    """Before: modes the file never listed read as "not chosen"; a rater whose only yes was a retired mode
+    said no to the modes listed, so that rater is kept; a rater with every vote left out is not stored."""
+    path = mast_style_file(
+        tmp_path / "study.json",
+        {
+            "1.1 Disobey Task Specification": {
+                "annotator_1": False,
+                "annotator_2": True,
+                "annotator_3": None,
+            },
+            "2.1 Unbatched repetitive execution": {
+                "annotator_1": True,
+                "annotator_2": False,
+                "annotator_3": None,
+            },
+            "3.3 Incorrect Verification": {"annotator_1": False, "annotator_2": None, "annotator_3": None},
+        },
+    )
+    out = io.StringIO()
+    call_command(
+        "import_traces", str(path), batch="study", project=project.slug, ignore_unknown_modes=True, stdout=out
+    )
+    assert "1 records had nothing usable" in out.getvalue()
+    by = {
+        a.assignment.annotator.username: a for a in Annotation.objects.select_related("assignment__annotator")
+    }
+    assert set(by) == {"study/annotator_1", "study/annotator_2"}
+    loaded = load_report_input(project, {}, source="tables")
+    codes = [mode.code for mode in loaded.data.modes]
+    values = {
+        rater: {code: int(loaded.data.ratings[0, r, k]) for k, code in enumerate(codes)}
+        for r, rater in enumerate(loaded.data.raters)
+    }
+    unlisted = {code: -1 for code in codes if code not in ("FM-1.1", "FM-3.3")}
+    assert values["study/annotator_1"] == {**unlisted, "FM-1.1": 0, "FM-3.3": 0}
+    assert values["study/annotator_2"] == {**unlisted, "FM-1.1": 1, "FM-3.3": -1}
+    # The same through import_annotations (the labels of traces already imported).
+    Annotation.objects.all().delete()
+    call_command("import_annotations", str(path), project=project.slug, ignore_unknown_modes=True, stdout=out)
+    again = load_report_input(project, {}, source="tables")
+    assert (again.data.ratings == loaded.data.ratings).all()

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -72,6 +73,10 @@ class IncomingAnnotation:
     confidence: int | None = None
     where: str = ""  # "file.jsonl, line 3" for error messages
     source: str = ""  # the dataset or file the labels came from: the namespace of its raters
+    # The modes a per-mode-vote source (MAST's file) voted yes or no on for this trace, as the source names
+    # them; None for a list of labels (JSONL, Who&When), which chooses among every mode of the taxonomy.
+    # The taxonomy's other modes are missing for this rater, never "not chosen" (see `voted_modes`).
+    voted: tuple[str, ...] | None = None
 
 
 class _ModeResolver:
@@ -83,6 +88,19 @@ class _ModeResolver:
     def __call__(self, name: str) -> FailureMode | None:
         spec_mode = resolve_mode(self.spec, name)
         return self.modes.get(spec_mode.code) if spec_mode else None
+
+
+# Label formats whose records vote yes or no on each mode the trace lists (its `failure_modes`).
+PER_MODE_VOTE_FORMATS = frozenset({"mast_labelled"})
+
+
+def voted_modes(fmt: str, trace_data: Mapping[str, Any] | None) -> tuple[str, ...] | None:
+    """The modes a per-mode-vote file voted on for a trace: the trace's `failure_modes` (its metadata as
+    parsed, or its answer key as stored); None for formats that give a list of labels."""
+    if fmt not in PER_MODE_VOTE_FORMATS:
+        return None
+    modes = (trace_data or {}).get("failure_modes")
+    return tuple(m for m in modes if isinstance(m, str)) if isinstance(modes, list) else ()
 
 
 def parse_rater_map(pairs: Iterable[str]) -> dict[str, str]:
@@ -122,8 +140,8 @@ def do_import_annotations(
     _check_in_project(project, items)
     for item in items:
         labels, unknown = _resolve_labels(item, resolve, ignore_unknown_modes, result)
-        missing = _missing_codes(item.record, resolve, labels)
-        if not _gives_a_value(item.record, labels, missing, resolve):
+        missing = _missing_codes(item, resolve, labels)
+        if not _gives_a_value(item, labels, missing, resolve):
             # Nothing usable about this taxonomy: no annotation, which would read as "no mode chosen".
             result.empty += 1
             continue
@@ -194,25 +212,30 @@ def _check_in_project(project: Project, items: list[IncomingAnnotation]) -> None
     )
 
 
-def _missing_codes(record: AnnotationRecord, resolve, labels: list) -> list[str]:
-    """Taxonomy codes the source gave no value for (and no other vote chose): missing, never "not chosen"."""
+def _missing_codes(item: IncomingAnnotation, resolve, labels: list) -> list[str]:
+    """Taxonomy codes the source gave no value for (and no other vote chose): missing, never "not chosen".
+    Those are its missing votes (MAST's NaN) and, for a per-mode-vote source, the modes it did not vote on."""
     chosen = {mode.code for mode, _ in labels}
     codes = set()
-    for name in record.missing:
+    for name in item.record.missing:
         mode = resolve(name)
-        if mode is not None and mode.code not in chosen:
+        if mode is not None:
             codes.add(mode.code)
-    return sorted(codes)
+    if item.voted is not None:
+        voted = {mode.code for mode in map(resolve, item.voted) if mode is not None}
+        codes |= set(resolve.modes) - voted
+    return sorted(codes - chosen)
 
 
-def _gives_a_value(record: AnnotationRecord, labels: list, missing: list[str], resolve) -> bool:
+def _gives_a_value(item: IncomingAnnotation, labels: list, missing: list[str], resolve) -> bool:
     """Whether the record says yes or no to at least one mode of the taxonomy: a label in it, or an explicit
     "no failure" or per-mode votes (a source that lists its missing votes voted on the others) that did not
     leave every mode out. Labels only in modes the taxonomy lacks, a note or an "ambiguous" flag alone say
     nothing about its modes."""
     if labels:
         return True
-    if record.no_failure or record.missing:
+    record = item.record
+    if record.no_failure or record.missing or item.voted is not None:
         return bool(set(resolve.modes) - set(missing))
     return False
 
