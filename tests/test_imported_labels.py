@@ -339,3 +339,16 @@ def test_a_per_mode_vote_file_gives_values_only_for_the_modes_it_lists(project, 
     call_command("import_annotations", str(path), project=project.slug, ignore_unknown_modes=True, stdout=out)
     again = load_report_input(project, {}, source="tables")
     assert (again.data.ratings == loaded.data.ratings).all()
+
+
+def test_the_plan_trims_only_movable_slots_of_traces_over_their_overlap():
+    from annotator.assignment_strategy import Slot, plan_assignments
+
+    # Traces 1 and 2 are held by two imported raters (100, 101) and two people (1, 2); person 1 also holds
+    # trace 3 alone. Person 2's slot on trace 2 is finished (not movable).
+    existing = [(1, 100), (1, 101), (1, 1), (1, 2), (2, 100), (2, 101), (2, 1), (2, 2), (3, 1), (3, 2)]
+    movable = [(1, 1), (1, 2), (2, 1), (3, 1), (3, 2)]
+    kept = plan_assignments([1, 2, 3], [1, 2], 2, existing, movable)
+    assert kept.remove == () and kept.add == ()  # without trim nothing moves
+    plan = plan_assignments([1, 2, 3], [1, 2], 2, existing, movable, trim=True)
+    assert set(plan.remove) == {Slot(1, 1), Slot(1, 2), Slot(2, 1)} and plan.add == ()
