@@ -90,11 +90,13 @@ def do_create_project(
     name: str | None = None,
     overlap: int | None = None,
     guidelines: str | None = None,
+    imported_labels_count_toward_overlap: bool | None = None,
 ) -> ProjectSetup:
     """Create the project, or extend it when it exists (idempotent: re-running adds only what is new).
 
     `members` maps a role to usernames. The taxonomy of an existing project cannot change (its labels
-    would lose their meaning); asking for another one is an error.
+    would lose their meaning); asking for another one is an error. Switching an existing project's
+    `imported_labels_count_toward_overlap` re-plans its work as the settings page does (`do_update_settings`).
     """
     if overlap is not None and overlap < 1:
         raise ProjectSetupError("--overlap must be at least 1")
@@ -114,6 +116,7 @@ def do_create_project(
             taxonomy_version=version,
             overlap=overlap or 2,
             guidelines=guidelines or "",
+            imported_labels_count_toward_overlap=bool(imported_labels_count_toward_overlap),
         )
     else:
         if project.taxonomy_version.taxonomy.slug != taxonomy:
@@ -141,7 +144,21 @@ def do_create_project(
     if project.created_by_id is None and members.get(Role.OWNER):
         owner = get_user_model().objects.get(username=members[Role.OWNER][0].strip())
         Project.objects.filter(pk=project.pk).update(created_by=owner)
-    setup.assignments_created = do_assign(project)
+    switched = not created and imported_labels_count_toward_overlap not in (
+        None,
+        project.imported_labels_count_toward_overlap,
+    )
+    if switched:
+        setup.assignments_created = do_update_settings(
+            project,
+            name=project.name,
+            overlap=project.overlap,
+            reservation_minutes=project.reservation_minutes,
+            guidelines=project.guidelines,
+            imported_labels_count_toward_overlap=imported_labels_count_toward_overlap,
+        )
+    else:
+        setup.assignments_created = do_assign(project)
     return setup
 
 
