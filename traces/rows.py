@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 
 from traces.answer_key import answer_key_of, public_metadata
-from traces.importers import limits
+from traces.importers import limits, storable
 from traces.importers.records import STEP_KINDS, AnnotationRecord, TraceFormatError, TraceRecord
 
 
@@ -39,8 +39,27 @@ class Prepared:
 
 def prepare(record: TraceRecord, fmt: str, name: str, *, copy_text: bool, keep_annotations: bool) -> Prepared:
     """`record` (parsed and guarded) of the file `name` checked, keyed and, with `copy_text`, rendered
-    as COPY text."""
+    as COPY text. The one gate every import path passes: a record holding a string the database cannot
+    store (a NUL, a lone surrogate: traces.importers.storable) is refused here, naming file, record and
+    field, whatever its format."""
     check_rows(record, name)
+    keep = keep_annotations and bool(record.annotations)
+    try:
+        prepared = _prepare(record, fmt, copy_text, keep)
+    except UnicodeEncodeError:  # a lone surrogate somewhere: name where
+        storable.check(record, name, labels=keep)
+        raise
+    # The COPY text is looked at (C speed); without it (bulk_create) every string is walked. The labels
+    # are not in that text (the annotator layer stores them): theirs are walked, they are few.
+    walk = not copy_text or any(
+        storable.text_may_be_unstorable(text) for text in (prepared.trace_tail, prepared.step_body)
+    )
+    if walk or keep:
+        storable.check(record, name, trace=walk, labels=keep)
+    return prepared
+
+
+def _prepare(record: TraceRecord, fmt: str, copy_text: bool, keep_annotations: bool) -> Prepared:
     steps = step_values(record)
     prepared = Prepared(
         digest=content_hash_of(record, steps),
@@ -48,7 +67,7 @@ def prepare(record: TraceRecord, fmt: str, name: str, *, copy_text: bool, keep_a
         step_count=len(steps),
         line_no=record.line_no,
         record_no=record.record_no,
-        annotations=record.annotations if keep_annotations and record.annotations else None,
+        annotations=record.annotations if keep_annotations else None,
     )
     if copy_text:
         prepared.trace_tail = trace_tail(record, prepared.digest, len(steps), fmt)

@@ -27,6 +27,7 @@ from annotator.services.label_import import (
     LabelImportResult,
     do_import_annotations,
 )
+from traces.importers import storable
 from traces.models import Batch, Trace
 from traces.services import FileResult, ImportFailed, ImportResult, ProgressCallback, do_import_files
 
@@ -85,7 +86,7 @@ def do_import_traces(
                 rater_map=rater_map,
             )
         except LabelImportError as error:
-            result.files.append(FileResult(name="labels", error=str(error)))
+            result.files.append(FileResult(name="labels", error=storable.shown(str(error))))
             raise ImportFailed(result) from error
         do_assign(project)
     return result, labels
