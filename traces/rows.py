@@ -49,6 +49,9 @@ def prepare(record: TraceRecord, fmt: str, name: str, *, copy_text: bool, keep_a
     except UnicodeEncodeError:  # a lone surrogate somewhere: name where
         storable.check(record, name, labels=keep)
         raise
+    except (TypeError, AttributeError):  # a parser let a value of the wrong type through: name it
+        check_types(record, name)
+        raise
     # The COPY text is looked at (C speed); without it (bulk_create) every string is walked. The labels
     # are not in that text (the annotator layer stores them): theirs are walked, they are few.
     walk = not copy_text or any(
@@ -77,10 +80,23 @@ def _prepare(record: TraceRecord, fmt: str, copy_text: bool, keep_annotations: b
     return prepared
 
 
+# PositiveIntegerField: PostgreSQL's integer, and a CHECK that it is not negative.
+_MAX_COUNT = 2**31 - 1
+
+
 def check_rows(record: TraceRecord, name: str) -> None:
-    """Defence in depth: every parser validates, but rows must never hold an unknown kind or a bad parent."""
+    """Defence in depth: every parser validates, but rows must never hold an unknown kind, a bad parent, or
+    a count the column cannot hold."""
     count = len(record.steps)
     for i, step in enumerate(record.steps):
+        for field, value in (("tokens", step.tokens), ("duration_ms", step.duration_ms)):
+            if value is not None and (type(value) is not int or not 0 <= value <= _MAX_COUNT):
+                raise TraceFormatError(
+                    f"expected a whole number from 0 to {_MAX_COUNT}, got {value!r}",
+                    file=name,
+                    record=record.record_no,
+                    field=f"steps[{i}].{field}",
+                )
         if step.kind not in STEP_KINDS:
             raise TraceFormatError(
                 f"unknown step kind {step.kind!r}",
@@ -96,6 +112,31 @@ def check_rows(record: TraceRecord, name: str) -> None:
                 record=record.record_no,
                 field=f"steps[{i}].parent",
             )
+
+
+_TRACE_TEXT = ("external_id", "task", "system", "model", "benchmark", "outcome")
+_STEP_TEXT = ("agent", "role", "content", "tool_name", "tool_call_id")
+
+
+def check_types(record: TraceRecord, name: str) -> None:
+    """Name the field of `record` that is not of its type (a parser's slip; see prepare)."""
+    fields = [(f, getattr(record, f)) for f in _TRACE_TEXT]
+    for i, step in enumerate(record.steps):
+        fields += [(f"steps[{i}].{f}", getattr(step, f)) for f in _STEP_TEXT]
+        if step.timestamp is not None:
+            fields.append((f"steps[{i}].timestamp", step.timestamp))
+    for field, value in fields:
+        if not isinstance(value, str):
+            raise TraceFormatError(
+                f"expected text, got {type(value).__name__}", file=name, record=record.record_no, field=field
+            )
+    if record.score is not None and not isinstance(record.score, int | float):
+        raise TraceFormatError(
+            f"expected a number, got {type(record.score).__name__}",
+            file=name,
+            record=record.record_no,
+            field="score",
+        )
 
 
 def step_values(record: TraceRecord) -> list[tuple]:
