@@ -42,7 +42,10 @@ def resolve(host: str, port: int) -> list[str]:
 
 
 def _parts(url: str):
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # "http://[": an unclosed IPv6 bracket, among others
+        raise UnsafeBaseURL("Use an http:// or https:// URL with a host name.") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UnsafeBaseURL("Use an http:// or https:// URL with a host name.")
     if parts.username is not None or parts.password is not None:
@@ -59,12 +62,12 @@ def _parts(url: str):
 def is_allowed_prefix(url: str, prefixes: Iterable[str]) -> bool:
     """`url` starts with an allowed prefix at a boundary: "http://vllm:8000" allows "http://vllm:8000/v1"
     but not "http://vllm:80001/v1" nor "http://vllm:8000.example.org/v1". The path is compared with its dot
-    segments resolved, as it is written and as a server that decodes ``%2e``, ``%2f`` and backslashes reads
-    it: both readings must stay within the prefix."""
+    segments resolved, as it is written and as a lenient server reads it (``%2e``, ``%2f`` and backslashes
+    decoded, repeated slashes merged): both readings must stay within the prefix."""
     readings = _readings(url)
     for prefix in prefixes:
-        prefix = prefix.strip()
-        if prefix and all(_starts_at_boundary(reading, _readings(prefix)[0]) for reading in readings):
+        allowed = _readings(prefix.strip())[0]
+        if readings and allowed and all(_starts_at_boundary(reading, allowed) for reading in readings):
             return True
     return False
 
@@ -80,10 +83,15 @@ _ENCODED_DOT = re.compile(r"%2e", re.IGNORECASE)
 _ENCODED_SLASH = re.compile(r"%2f|%5c|\\", re.IGNORECASE)
 
 
-def _readings(url: str) -> tuple[str, str]:
-    """`url` with its path's dot segments removed, as written and with encoded dots and slashes decoded."""
-    parts = urlsplit(url)
-    decoded = _ENCODED_SLASH.sub("/", _ENCODED_DOT.sub(".", parts.path))
+def _readings(url: str) -> tuple[str, ...]:
+    """`url` with its path's dot segments removed, as written and with encoded dots and slashes decoded;
+    none for what is not a URL."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ()
+    # A lenient server also merges repeated slashes (nginx does by default): "/v1//.." is "/".
+    decoded = re.sub("/{2,}", "/", _ENCODED_SLASH.sub("/", _ENCODED_DOT.sub(".", parts.path)))
     return tuple(parts._replace(path=_remove_dot_segments(path)).geturl() for path in (parts.path, decoded))
 
 
@@ -132,7 +140,10 @@ def carried_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address] | Non
 
 
 def _is_public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone ("fe80::1%eth0")
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone ("fe80::1%eth0")
+    except ValueError:
+        return False
     if isinstance(ip, ipaddress.IPv6Address):
         carried = carried_ipv4(ip)
         if carried is not None:
@@ -149,7 +160,7 @@ def public_addresses(host: str, port: int, *, resolver: Resolver | None = None) 
         raise UnsafeBaseURL(f"The host {host!r} of the base URL cannot be resolved.") from None
     if not addresses:
         raise UnsafeBaseURL(f"The host {host!r} of the base URL cannot be resolved.")
-    if not all(_is_public(address) for address in addresses):
+    if not all(_is_public(address) for address in addresses):  # an answer that is no address is not public
         raise UnsafeBaseURL(
             f"The host {host!r} of the base URL is a private, loopback or link-local address. "
             "An administrator can allow it by adding the URL to LLM_ALLOWED_BASE_URLS."
