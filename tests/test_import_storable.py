@@ -203,3 +203,22 @@ def test_the_api_job_fails_naming_file_record_and_field(client, project, owner, 
             "cannot store; remove it from the file, or replace it, and import again",
         }
     ]
+
+
+@pytest.mark.django_db
+def test_a_parsers_slip_on_an_unexpected_value_is_an_error_naming_the_record(tmp_path, monkeypatch):
+    """A value a parser did not expect must still end in an error naming file and record, not a traceback
+    (and, in a job, not "Internal error")."""
+    from traces.importers import native
+
+    parse = native.parse
+
+    def slipping(stream, filename, **options):
+        records = parse(stream, filename, **options)
+        yield next(records)
+        raise TypeError("'int' object is not subscriptable")
+
+    monkeypatch.setattr(native, "parse", slipping)
+    message = cli_error(tmp_path, jsonl(GOOD, bad("task", "plain")))
+    assert "run.jsonl, record 2: the record could not be read (TypeError: 'int' object" in message
+    assert not Trace.objects.exists()
