@@ -89,14 +89,11 @@ def check_rows(record: TraceRecord, name: str) -> None:
     a count the column cannot hold."""
     count = len(record.steps)
     for i, step in enumerate(record.steps):
-        for field, value in (("tokens", step.tokens), ("duration_ms", step.duration_ms)):
-            if value is not None and (type(value) is not int or not 0 <= value <= _MAX_COUNT):
-                raise TraceFormatError(
-                    f"expected a whole number from 0 to {_MAX_COUNT}, got {value!r}",
-                    file=name,
-                    record=record.record_no,
-                    field=f"steps[{i}].{field}",
-                )
+        tokens, duration = step.tokens, step.duration_ms
+        if (tokens is not None and (type(tokens) is not int or not 0 <= tokens <= _MAX_COUNT)) or (
+            duration is not None and (type(duration) is not int or not 0 <= duration <= _MAX_COUNT)
+        ):
+            _bad_count(record, name, i)
         if step.kind not in STEP_KINDS:
             raise TraceFormatError(
                 f"unknown step kind {step.kind!r}",
@@ -116,6 +113,20 @@ def check_rows(record: TraceRecord, name: str) -> None:
 
 _TRACE_TEXT = ("external_id", "task", "system", "model", "benchmark", "outcome")
 _STEP_TEXT = ("agent", "role", "content", "tool_name", "tool_call_id")
+
+
+def _bad_count(record: TraceRecord, name: str, i: int) -> None:
+    """Raise the error for the step count check_rows found out of range (the loop there stays lean)."""
+    step = record.steps[i]
+    for field in ("tokens", "duration_ms"):
+        value = getattr(step, field)
+        if value is not None and (type(value) is not int or not 0 <= value <= _MAX_COUNT):
+            raise TraceFormatError(
+                f"expected a whole number from 0 to {_MAX_COUNT}, got {value!r}",
+                file=name,
+                record=record.record_no,
+                field=f"steps[{i}].{field}",
+            )
 
 
 def check_types(record: TraceRecord, name: str) -> None:

@@ -68,9 +68,10 @@ def _strings(value: Any, path: str) -> Iterator[tuple[str, str, bool]]:
         if isinstance(item, str):
             yield where, item, False
         elif isinstance(item, dict):
-            for key, child in reversed(list(item.items())):
+            for key in item:
                 if isinstance(key, str):
                     yield where or "(top level)", key, True
+            for key, child in reversed(list(item.items())):  # popped in the file's order
                 stack.append((_child_path(where, key), child))
         elif isinstance(item, (list, tuple)):
             for i in range(len(item) - 1, -1, -1):
