@@ -222,3 +222,20 @@ def test_a_parsers_slip_on_an_unexpected_value_is_an_error_naming_the_record(tmp
     message = cli_error(tmp_path, jsonl(GOOD, bad("task", "plain")))
     assert "run.jsonl, record 2: the record could not be read (TypeError: 'int' object" in message
     assert not Trace.objects.exists()
+
+
+def test_labels_that_come_with_the_data_are_held_to_the_same_rule(tmp_path, project):
+    """A rater's name or a label's note is stored by the project's import of the labels: checked too."""
+    record = {
+        "id": "labelled",
+        "steps": [{"kind": "message", "content": "ok"}],
+        "annotations": [{"annotator": "rater\x00one", "labels": [{"mode": "1.1", "note": "n"}]}],
+    }
+    path = tmp_path / "labelled.jsonl"
+    path.write_bytes(jsonl(record))
+    with pytest.raises(CommandError) as raised:
+        call_command("import_traces", str(path), batch="b", project=project.slug)
+    assert "labelled.jsonl, line 1, field 'annotations[0].annotator': holds a NUL character" in str(
+        raised.value
+    )
+    assert not Trace.objects.exists()
