@@ -60,6 +60,20 @@ def test_identical_traces_in_two_files_are_stored_once_and_counted(tmp_path, cap
     assert "1 duplicates skipped" in capsys.readouterr().out
 
 
+@pytest.mark.django_db
+def test_two_benchmarks_may_number_their_tasks_alike(tmp_path):
+    """tau-bench and tau2-bench both have a task "5-0": ids are compared within a benchmark."""
+    root = folder(
+        tmp_path,
+        {
+            "a.jsonl": jsonl({**record("5-0", "airline"), "benchmark": "tau-bench"}),
+            "b.jsonl": jsonl({**record("5-0", "retail"), "benchmark": "tau2-bench/retail"}),
+        },
+    )
+    call_command("import_traces", str(root), batch="b")
+    assert sorted(Trace.objects.values_list("benchmark", flat=True)) == ["tau-bench", "tau2-bench/retail"]
+
+
 @pytest.mark.postgres
 @pytest.mark.django_db
 def test_the_parallel_import_refuses_it_too(tmp_path):

@@ -57,11 +57,12 @@ class ImportTarget:
 @dataclass
 class Seen:
     """What an import has read so far, across all its files: the content keys (a trace read twice is
-    stored once and counted as a duplicate) and the trace ids, with the file each came from (the same id
-    on different content in two files is refused, as it is within one file)."""
+    stored once and counted as a duplicate) and the trace ids by benchmark, with the file each came from
+    (the same id of the same benchmark on different content in two files is refused, as it is within one
+    file; two benchmarks may both number a task "5-0")."""
 
     digests: set[str] = field(default_factory=set)
-    ids: dict[str, FileResult] = field(default_factory=dict)
+    ids: dict[tuple[str, str], FileResult] = field(default_factory=dict)
 
 
 def add(
@@ -80,12 +81,13 @@ def add(
         file_result.duplicates += 1
         return
     if unique_ids:
-        first = seen.ids.setdefault(item.external_id, file_result)
+        first = seen.ids.setdefault((item.benchmark, item.external_id), file_result)
         if first is not file_result:
             line = item.line_no
+            of = f" of benchmark {item.benchmark!r}" if item.benchmark else ""
             raise TraceFormatError(
                 f"duplicate trace id {item.external_id!r}: the file {first.name} of this import holds a different "
-                "trace with this id; every trace in an import needs its own id (identical traces are "
+                f"trace{of} with this id; every trace in an import needs its own id (identical traces are "
                 "skipped as duplicates)",
                 file=file_result.name,
                 record=None if line is not None else (item.record_no or None),

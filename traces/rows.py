@@ -26,6 +26,8 @@ class Prepared:
     digest: str
     external_id: str
     step_count: int
+    # Ids are unique per benchmark: two benchmarks in one import may both number their tasks "5-0".
+    benchmark: str
     line_no: int | None
     record_no: int
     annotations: list[AnnotationRecord] | None = None
@@ -68,6 +70,7 @@ def _prepare(record: TraceRecord, fmt: str, copy_text: bool, keep_annotations: b
         digest=content_hash_of(record, steps),
         external_id=record.external_id,
         step_count=len(steps),
+        benchmark=record.benchmark[:120],
         line_no=record.line_no,
         record_no=record.record_no,
         annotations=record.annotations if keep_annotations else None,
