@@ -29,6 +29,7 @@ from annotator.services.label_import import (
     do_import_annotations,
     voted_modes,
 )
+from traces.importers import storable
 from traces.models import Batch, Trace
 from traces.services import FileResult, ImportFailed, ImportResult, ProgressCallback, do_import_files
 
@@ -87,7 +88,7 @@ def do_import_traces(
                 rater_map=rater_map,
             )
         except LabelImportError as error:
-            result.files.append(FileResult(name="labels", error=str(error)))
+            result.files.append(FileResult(name="labels", error=storable.shown(str(error))))
             raise ImportFailed(result) from error
         do_assign(project)
     return result, labels
