@@ -182,3 +182,38 @@ def test_postgres_refuses_every_place_before_writing(tmp_path, project, text):
         assert nothing_written()
     with pytest.raises(CommandError, match="--batch holds a "):
         call_command("import_traces", str(tmp_path / "labels.jsonl"), batch=text)
+
+
+@pytest.mark.parametrize("text", [NUL, SURROGATE], ids=["nul", "surrogate"])
+def test_a_value_the_database_refuses_still_names_the_data_not_internal_error(
+    client, tmp_path, project, owner, monkeypatch, text
+):
+    """Defence in depth: were the check missing, the database's refusal is the file's error (CLI and API),
+    never a traceback or a 500. SQLite stores a NUL, so that case needs PostgreSQL."""
+    if text == NUL and connection.vendor != "postgresql":
+        missing("PostgreSQL", "Set DATABASE_URL=postgres://postgres@127.0.0.1:5432/annotator to run on it.")
+    from traces.importers import storable
+
+    monkeypatch.setattr(storable, "check_annotation", lambda *args, **kwargs: None)
+    traces_in(project)
+    message = cli_error(project, labels_file(tmp_path, line("note", text)))
+    assert message.startswith("Nothing imported: the database refused a value: ")
+    client.force_login(owner)
+    body = json.dumps(line("labels[0].note", text)).encode()
+    response = client.post(
+        f"/api/projects/{project.slug}/label-imports/",
+        {"files": [SimpleUploadedFile("labels.jsonl", body, content_type="application/jsonl")]},
+    )
+    assert response.status_code == 400, response.content
+    assert response.json()["detail"].startswith("Nothing imported: the database refused a value: ")
+    assert nothing_written()
+
+
+def test_two_primary_labels_in_one_record_are_refused_by_line(tmp_path, project):
+    """An annotation has at most one primary failure: a file that marks two is told so (it was an
+    IntegrityError, a 500 through the API)."""
+    traces_in(project)
+    labels = [{"mode": "FM-1.3", "primary": True}, {"mode": "FM-2.1", "primary": True}]
+    message = cli_error(project, labels_file(tmp_path, {"trace": "t0", "annotator": "a1", "labels": labels}))
+    assert "labels.jsonl, line 1: annotator 'a1' marks 2 labels primary (FM-1.3, FM-2.1)" in message
+    assert nothing_written()

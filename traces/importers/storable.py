@@ -178,6 +178,21 @@ def option_problem(options: Mapping[str, object]) -> str:
     return ""
 
 
+def database_refusal(error: BaseException) -> str | None:
+    """The database's words when `error` is its refusal of a value (a DataError, or SQLSTATE class 22 on
+    the error or the driver's error beneath it) or a text with no UTF-8 form; else None. For the paths
+    whose strings are checked before they are written: should a check be missing, the user still learns
+    it was their data, not "Internal error"."""
+    if isinstance(error, UnicodeEncodeError):
+        return "a text holds a lone surrogate, which is not valid Unicode"
+    cause = error if getattr(error, "sqlstate", None) else error.__cause__
+    # DataError is the DB-API's name for it (Django's and psycopg's, which also raises it itself for a NUL).
+    data_error = any(kind.__name__ == "DataError" for kind in type(error).__mro__)
+    if data_error or str(getattr(cause, "sqlstate", "") or "").startswith("22"):
+        return shown(str(error).splitlines()[0] if str(error) else type(error).__name__)
+    return None
+
+
 def text_may_be_unstorable(data: bytes) -> bool:
     """A C-speed first look at a trace's COPY text: a NUL, or JSON's escape of one. False positives (a
     value holding the six characters ``\\u0000``) only cost the walk of :func:`check`."""

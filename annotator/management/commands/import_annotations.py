@@ -85,6 +85,13 @@ class Command(BaseCommand):
             )
         except (LabelImportError, TraceFormatError) as error:
             raise CommandError(f"Nothing imported: {error}", returncode=2) from None
+        except Exception as error:
+            refused = storable.database_refusal(error)  # a check missing: still the data's fault, said so
+            if refused is None:
+                raise
+            raise CommandError(
+                f"Nothing imported: the database refused a value: {refused}", returncode=2
+            ) from None
         self.stdout.write(
             self.style.SUCCESS(
                 f"{result.created} annotations with {result.labels} labels imported into {target.slug}"
