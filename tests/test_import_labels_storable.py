@@ -217,3 +217,16 @@ def test_two_primary_labels_in_one_record_are_refused_by_line(tmp_path, project)
     message = cli_error(project, labels_file(tmp_path, {"trace": "t0", "annotator": "a1", "labels": labels}))
     assert "labels.jsonl, line 1: annotator 'a1' marks 2 labels primary (FM-1.3, FM-2.1)" in message
     assert nothing_written()
+
+
+def test_two_primary_labels_inside_a_trace_file_fail_the_trace_import_by_name(tmp_path, project):
+    """The same refusal when the labels come with the traces (import_traces --project, the page, the API)."""
+    labels = [{"mode": "FM-1.3", "primary": True}, {"mode": "FM-2.1", "primary": True}]
+    trace = {"id": "run-1", "steps": [{"kind": "message", "content": "hi"}]}
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps({**trace, "annotations": [{"annotator": "a1", "labels": labels}]}) + "\n")
+    with pytest.raises(CommandError) as raised:
+        call_command("import_traces", str(path), batch="runs", project=project.slug)
+    # This path names the trace, not the file and record (annotator.services.imports._incoming sets no `where`).
+    assert "labels: trace 'run-1': annotator 'a1' marks 2 labels primary" in str(raised.value)
+    assert not Trace.objects.exists() and nothing_written()
