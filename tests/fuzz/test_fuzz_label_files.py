@@ -15,6 +15,7 @@ Profiles and replay: tests/fuzz/conftest.py and docs/security.md.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import tempfile
@@ -194,7 +195,7 @@ def test_a_hostile_label_file_imports_faithfully_or_fails_by_name(labelled_proje
         before = (get_user_model().objects.count(), Membership.objects.count(), Assignment.objects.count())
         options = {"project": project.slug, "ignore_unknown_modes": ignore, "format": fmt}
         try:
-            call_command("import_annotations", str(path), stdout=_Quiet(), **options)
+            call_command("import_annotations", str(path), stdout=io.StringIO(), **options)
         except CommandError as error:
             message = str(error)
             event(f"refused: {message.rpartition(': ')[2][:40]}")
@@ -216,14 +217,6 @@ def test_a_hostile_label_file_imports_faithfully_or_fails_by_name(labelled_proje
 
 LINE = re.compile(r"labels\.jsonl, line \d+")
 FILE_LEVEL = ("format", "the file is empty")
-
-
-class _Quiet:
-    def write(self, text: str) -> None:
-        pass
-
-    def flush(self) -> None:
-        pass
 
 
 def stored(project) -> dict:
