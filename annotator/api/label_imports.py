@@ -22,6 +22,7 @@ from annotator.api.errors import ErrorSerializer, error_response
 from annotator.services.annotation_files import LABEL_FORMATS, read_label_file
 from annotator.services.label_import import LabelImportError, do_import_annotations, parse_rater_map
 from annotator.services.uploads import max_upload_bytes, upload_too_large_message
+from traces.importers import storable
 from traces.importers.records import TraceFormatError
 
 
@@ -109,5 +110,13 @@ def import_labels(request: Request, slug: str) -> Response:
     except (LabelImportError, TraceFormatError) as error:
         return error_response(
             f"Nothing imported: {error}", status=status.HTTP_400_BAD_REQUEST, errors=[str(error)]
+        )
+    except Exception as error:
+        refused = storable.database_refusal(error)  # a check missing: still the files' fault, not a 500
+        if refused is None:
+            raise
+        message = f"the database refused a value: {refused}"
+        return error_response(
+            f"Nothing imported: {message}", status=status.HTTP_400_BAD_REQUEST, errors=[message]
         )
     return Response(LabelImportResult(result).data, status=status.HTTP_201_CREATED)

@@ -10,7 +10,7 @@ from annotator.models import Project
 from annotator.raters import rater_source
 from annotator.services.label_import import IncomingAnnotation, LabelImportError, voted_modes
 from traces import importers
-from traces.importers import limits
+from traces.importers import limits, storable
 from traces.importers.records import TraceFormatError
 from traces.models import Trace
 from traces.services import content_hash
@@ -39,7 +39,9 @@ def detect_label_format(path: Path, name: str = "") -> str:
 def read_label_file(
     project: Project, path: Path, fmt: str | None = None, *, name: str = ""
 ) -> Iterator[IncomingAnnotation]:
-    """Yield the file's annotations matched to the project's traces; unmatched traces are an error.
+    """Yield the file's annotations matched to the project's traces; unmatched traces are an error, and so
+    is a string the database cannot store (a NUL, a lone surrogate: traces.importers.storable), named by
+    file, line or record, and field.
 
     ``name`` is how messages call the file (default: its name); a file found in a folder passes its path as
     typed, so two ``12.json`` in different subfolders stay apart, as they do for ``import_traces``. The
@@ -54,6 +56,8 @@ def read_label_file(
             by_external.setdefault(trace.external_id, []).append(trace)
         with path.open("rb") as stream:
             for line in parse_annotations_jsonl(stream, name):
+                # Refused before any lookup or write: the import stores every string of the annotation.
+                storable.check_annotation(line.annotation, name, line=line.line)
                 found = by_external.get(line.trace, [])
                 where = f"{name}, line {line.line}"
                 if not found:
@@ -69,6 +73,7 @@ def read_label_file(
         for record in importers.parse_file(stream, name, head, fmt):
             if not record.annotations:
                 continue
+            storable.check(record, name, trace=False, labels=True)
             trace = traces.filter(content_hash=content_hash(record)).first()
             where = f"{name}, record {record.record_no}"
             if trace is None:

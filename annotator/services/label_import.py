@@ -271,6 +271,13 @@ def _resolve_labels(
             continue
         seen.add(mode.pk)
         labels.append((mode, label))
+    primaries = [mode.code for mode, label in labels if label.primary]
+    if len(primaries) > 1:
+        # An annotation has at most one primary failure (the database holds it to that): say so, not a 500.
+        raise LabelImportError(
+            f"{item.where or item.trace.external_id}: annotator {item.record.annotator!r} marks "
+            f"{len(primaries)} labels primary ({', '.join(primaries)}); at most one label may be primary"
+        )
     return labels, unknown
 
 

@@ -17,10 +17,10 @@ every record.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .records import TraceFormatError, TraceRecord
+from .records import AnnotationRecord, TraceFormatError, TraceRecord
 
 NUL = "\x00"
 
@@ -111,16 +111,26 @@ def record_problem(record: TraceRecord) -> tuple[str, str] | None:
 def labels_problem(record: TraceRecord) -> tuple[str, str] | None:
     """(field, problem) of the first unstorable string in the labels that came with `record`."""
     for i, annotation in enumerate(record.annotations):
-        where = f"annotations[{i}]"
-        for name in ("annotator", "note", "missing"):
-            found = find(getattr(annotation, name), f"{where}.{name}")
+        found = annotation_problem(annotation, f"annotations[{i}]")
+        if found:
+            return found
+    return None
+
+
+def annotation_problem(annotation: AnnotationRecord, where: str = "") -> tuple[str, str] | None:
+    """(field, problem) of the first unstorable string of one annotation: its rater, note, missing votes and
+    every label's mode, note and attribution. `where` is the annotation's path in its record ("" for a
+    label file's line, whose fields are the annotation's own)."""
+    prefix = f"{where}." if where else ""
+    for name in ("annotator", "note", "missing"):
+        found = find(getattr(annotation, name), f"{prefix}{name}")
+        if found:
+            return found
+    for j, label in enumerate(annotation.labels):
+        for name in ("mode", "note", "attribution"):
+            found = find(getattr(label, name), f"{prefix}labels[{j}].{name}")
             if found:
                 return found
-        for j, label in enumerate(annotation.labels):
-            for name in ("mode", "note", "attribution"):
-                found = find(getattr(label, name), f"{where}.labels[{j}].{name}")
-                if found:
-                    return found
     return None
 
 
@@ -139,6 +149,48 @@ def check(record: TraceRecord, filename: str, *, trace: bool = True, labels: boo
         line=line,
         field=field,
     )
+
+
+def check_annotation(annotation: AnnotationRecord, filename: str, *, line: int | None = None) -> None:
+    """Raise TraceFormatError naming file, line and field when an annotation of a label file (one JSONL
+    line) holds an unstorable string; the labels inside trace files go through :func:`check`."""
+    found = annotation_problem(annotation)
+    if found is None:
+        return
+    field, problem = found
+    raise TraceFormatError(
+        f"{problem}; remove it from the file, or replace it, and import again",
+        file=filename,
+        line=line,
+        field=field,
+    )
+
+
+def option_problem(options: Mapping[str, object]) -> str:
+    """ "--batch holds a NUL character ..." for the first value given on a command line (a string or a list
+    of them, by option name) that cannot be stored or looked up, or "". A NUL reaches a command through
+    call_command; a lone surrogate through argv bytes that are not UTF-8 (Python's surrogateescape)."""
+    for name, value in options.items():
+        for text in value if isinstance(value, list | tuple) else [value]:
+            problem = problem_of(text) if isinstance(text, str) else ""
+            if problem:
+                return f"{name} {problem}"
+    return ""
+
+
+def database_refusal(error: BaseException) -> str | None:
+    """The database's words when `error` is its refusal of a value (a DataError, or SQLSTATE class 22 on
+    the error or the driver's error beneath it) or a text with no UTF-8 form; else None. For the paths
+    whose strings are checked before they are written: should a check be missing, the user still learns
+    it was their data, not "Internal error"."""
+    if isinstance(error, UnicodeEncodeError):
+        return "a text holds a lone surrogate, which is not valid Unicode"
+    cause = error if getattr(error, "sqlstate", None) else error.__cause__
+    # DataError is the DB-API's name for it (Django's and psycopg's, which also raises it itself for a NUL).
+    data_error = any(kind.__name__ == "DataError" for kind in type(error).__mro__)
+    if data_error or str(getattr(cause, "sqlstate", "") or "").startswith("22"):
+        return shown(str(error).splitlines()[0] if str(error) else type(error).__name__)
+    return None
 
 
 def text_may_be_unstorable(data: bytes) -> bool:

@@ -7,6 +7,7 @@ from annotator.management.reporting import report_label_details
 from annotator.models import Project
 from annotator.services.annotation_files import LABEL_FORMATS, read_label_file
 from annotator.services.label_import import LabelImportError, do_import_annotations, parse_rater_map
+from traces.importers import storable
 from traces.importers.records import TraceFormatError
 
 
@@ -63,6 +64,9 @@ class Command(BaseCommand):
         map_rater: list[str],
         **options,
     ):
+        problem = storable.option_problem({"--project": project, "--map-rater": map_rater})
+        if problem:
+            raise CommandError(f"Nothing imported: {problem}", returncode=2)
         target = Project.objects.select_related("taxonomy_version").filter(slug=project).first()
         if target is None:
             raise CommandError(f"No project {project!r}", returncode=2)
@@ -81,6 +85,13 @@ class Command(BaseCommand):
             )
         except (LabelImportError, TraceFormatError) as error:
             raise CommandError(f"Nothing imported: {error}", returncode=2) from None
+        except Exception as error:
+            refused = storable.database_refusal(error)  # a check missing: still the data's fault, said so
+            if refused is None:
+                raise
+            raise CommandError(
+                f"Nothing imported: the database refused a value: {refused}", returncode=2
+            ) from None
         self.stdout.write(
             self.style.SUCCESS(
                 f"{result.created} annotations with {result.labels} labels imported into {target.slug}"

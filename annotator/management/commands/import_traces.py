@@ -11,7 +11,7 @@ from annotator.raters import rater_source
 from annotator.services.imports import do_import_traces
 from annotator.services.label_import import LabelImportError, parse_rater_map
 from traces import importers
-from traces.importers import HF_PREFIX, hf_dataset
+from traces.importers import HF_PREFIX, hf_dataset, storable
 from traces.services import ImportFailed
 
 
@@ -70,6 +70,13 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, paths, batch, project, format, ignore_unknown_modes, map_rater, **options):
+        # What is typed here is stored (the batch name) or looked up: refused before anything is read.
+        problem = storable.option_problem(
+            {"--batch": batch, "--project": project, "--map-rater": map_rater}
+            | {f"--{k}": options.get(k) for k in ("columns", "split", "config")}
+        )
+        if problem:
+            raise CommandError(f"Nothing imported: {problem}", returncode=2)
         expanded = list(_expand_with_tops(paths, format))
         files = [item for _, item in expanded]
         # Raters are namespaced by the source named on the command line: a folder's files share its name.
