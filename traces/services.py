@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from django.db import DataError, connection, transaction
+from django.db import connection, transaction
 from django.db.models import F, QuerySet
 
 from traces import batching, chunks, import_pool, importers
@@ -231,7 +231,7 @@ def do_import_files(
         result.batch = None
         raise
     except Exception as error:  # the COPY thread's error is psycopg's own, not Django's DatabaseError
-        refused = _refused_value(error)
+        refused = storable.database_refusal(error)
         if refused is None:
             raise
         # Defence in depth: the rows are checked before they are written (traces.rows.prepare), so this
@@ -244,17 +244,6 @@ def do_import_files(
         )
         raise ImportFailed(result) from error
     return result
-
-
-def _refused_value(error: BaseException) -> str | None:
-    """The database's words when `error` is a value it cannot store (SQLSTATE class 22, data exception,
-    from Django or from the COPY thread's psycopg), or a text that is not Unicode; else None."""
-    if isinstance(error, UnicodeEncodeError):
-        return "a text holds a lone surrogate, which is not valid Unicode"
-    cause = error if getattr(error, "sqlstate", None) else error.__cause__
-    if isinstance(error, DataError) or str(getattr(cause, "sqlstate", "") or "").startswith("22"):
-        return storable.shown(str(error).splitlines()[0] if str(error) else type(error).__name__)
-    return None
 
 
 def _validate_only(
