@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from . import limits
 from .records import TraceFormatError
 
 HF_PREFIX = "hf://"
@@ -182,3 +183,163 @@ def source_error(source: str, error: Exception) -> TraceFormatError:
             )
         return TraceFormatError(f"could not read the Hugging Face dataset {repo!r}: {reason}", file=source)
     return TraceFormatError(f"could not read the dataset: {reason}", file=source)
+
+
+# Parquet and Arrow, decoded under a budget ------------------------------------------------------------------
+
+_ROWS_AT_ONCE = 64  # rows decoded into one Arrow batch, at most (fewer when rows are large)
+
+
+def parquet_rows(stream: Any, filename: str, budget: limits.DecodeBudget | None = None) -> Iterator[dict]:
+    """The rows of one parquet file as plain dicts, decoded under `budget` (see parquet_batches)."""
+    bounds = limits.current()
+    for batch, decoded in parquet_batches(stream, filename, budget):
+        if decoded <= bounds.max_record_bytes:
+            yield from batch.to_pylist()
+        else:  # each row is within the record limit; together they need not be
+            for i in range(batch.num_rows):
+                yield from batch.slice(i, 1).to_pylist()
+
+
+def parquet_batches(
+    stream: Any, filename: str, budget: limits.DecodeBudget | None = None
+) -> Iterator[tuple[Any, int]]:
+    """(Arrow batch, its decoded bytes) of one parquet file, every limit checked before a value is
+    materialised in Python.
+
+    Before any value is read, the footer's column chunk sizes: everything the file decodes to
+    (IMPORT_MAX_ARCHIVE_MB) and its ratio to the compressed bytes (IMPORT_MAX_ZIP_RATIO), whatever the codec
+    (zstd, gzip, snappy, brotli, lz4). Then batches of a bounded number of rows (fewer than 64 when a row
+    group's rows are large), with the text columns kept dictionary-encoded as stored, so that one stored value
+    repeated in a million rows is decoded once; each batch's rows are measured from the Arrow buffers (the
+    longest value, the row's bytes) and counted against the budget, which also stops a dictionary that
+    expands past the ratio, before the caller turns a row into Python values."""
+    import pyarrow.parquet as pq
+
+    budget = budget or limits.DecodeBudget()
+    bounds = budget.limits
+    try:
+        parquet = pq.ParquetFile(stream)
+        meta = parquet.metadata
+        compressed, per_row, dictionary = _parquet_sizes(parquet, filename, budget)
+        if dictionary:
+            parquet = pq.ParquetFile(stream, metadata=meta, read_dictionary=dictionary)
+    except TraceFormatError:
+        raise
+    except Exception as error:
+        raise TraceFormatError(f"not a readable parquet file: {error}", file=filename) from error
+    batch_size = max(1, min(_ROWS_AT_ONCE, bounds.max_record_bytes // max(per_row, 1)))
+    decoded, row = 0, 1
+    try:
+        for batch in parquet.iter_batches(batch_size=batch_size, use_threads=False):
+            size = _check_rows(batch, row, filename, bounds)
+            decoded += size
+            try:
+                budget.check(decoded, compressed)
+            except limits.LimitExceeded as exc:
+                raise TraceFormatError(str(exc), file=filename, record=row) from None
+            yield batch, size
+            row += batch.num_rows
+    except (TraceFormatError, MemoryError):
+        raise
+    except Exception as error:
+        raise TraceFormatError(f"unreadable parquet data: {error}", file=filename) from error
+    budget.spend(decoded)
+
+
+def _parquet_sizes(parquet: Any, filename: str, budget: limits.DecodeBudget) -> tuple[int, int, list[str]]:
+    """(compressed bytes, largest decoded bytes per row of a row group, the text columns stored with a
+    dictionary), from the footer; the file's decoded size and ratio checked."""
+    meta = parquet.metadata
+    compressed = uncompressed = per_row = 0
+    dictionary: set[str] = set()
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for c in range(group.num_columns):
+            chunk = group.column(c)
+            compressed += chunk.total_compressed_size
+            uncompressed += chunk.total_uncompressed_size
+            if chunk.has_dictionary_page and chunk.physical_type == "BYTE_ARRAY":
+                dictionary.add(chunk.path_in_schema)
+        if group.num_rows:
+            per_row = max(per_row, group.total_byte_size // group.num_rows)
+    try:
+        budget.check(uncompressed, compressed)
+    except limits.LimitExceeded as exc:
+        raise TraceFormatError(str(exc), file=filename) from None
+    return compressed, per_row, sorted(dictionary)
+
+
+def _check_rows(batch: Any, first_row: int, filename: str, bounds: limits.Limits) -> int:
+    """The decoded bytes of a batch's rows; the first row with a value or a row beyond the limits fails,
+    named by its number in the file."""
+    import numpy as np
+
+    sizes = np.zeros(batch.num_rows, dtype=np.int64)
+    longest = np.zeros(batch.num_rows, dtype=np.int64)
+    for column in batch.columns:
+        size, big = _sizes(column)
+        sizes += size
+        np.maximum(longest, big, out=longest)
+    for where, error in (
+        (longest > bounds.max_value_bytes, limits.value_too_long(bounds)),
+        (sizes > bounds.max_record_bytes, None),
+    ):
+        bad = np.flatnonzero(where)
+        if len(bad):
+            at = int(bad[0])
+            error = error or limits.record_too_large(int(sizes[at]), bounds)
+            raise TraceFormatError(str(error), file=filename, record=first_row + at)
+    return int(sizes.sum())
+
+
+def _sizes(array: Any) -> tuple[Any, Any]:
+    """Per element of an Arrow array: (decoded bytes, longest single value), from the buffers alone."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(array)
+    kind = array.type
+    if pa.types.is_dictionary(kind):
+        size, big = _sizes(array.dictionary)
+        index = pc.fill_null(array.indices, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+        valid = ~array.is_null().to_numpy(zero_copy_only=False)
+        if not len(size):
+            return np.zeros(n, np.int64), np.zeros(n, np.int64)
+        return size[index] * valid, big[index] * valid
+    if (
+        pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_binary(kind)
+        or (pa.types.is_large_binary(kind))
+    ):
+        size = pc.fill_null(pc.binary_length(array), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+        return size, size
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_map(kind):
+        # From the offsets (which a slice keeps absolute), so maps and lists of any size go the same way.
+        offsets = array.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+        start, end = int(offsets[0]), int(offsets[-1])
+        size, big = _sizes(array.values.slice(start, end - start))
+        lengths = np.diff(offsets)
+        running = np.concatenate(([0], np.cumsum(size)))
+        total = running[offsets[1:] - start] - running[offsets[:-1] - start]
+        longest = np.zeros(n, np.int64)
+        np.maximum.at(longest, np.repeat(np.arange(n), lengths), big)
+        return total, longest
+    if pa.types.is_struct(kind):
+        total, longest = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        for child in array.flatten():
+            size, big = _sizes(child)
+            total += size
+            np.maximum(longest, big, out=longest)
+        return total, longest
+    width = max(getattr(kind, "bit_width", 64) // 8, 1) if _has_width(kind) else 16
+    return np.full(n, width, np.int64), np.zeros(n, np.int64)
+
+
+def _has_width(kind: Any) -> bool:
+    try:
+        return kind.bit_width > 0
+    except ValueError:
+        return False
