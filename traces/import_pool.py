@@ -142,8 +142,8 @@ def _streamed(i, path, name, head, fmt, keep, on_read) -> Iterator[tuple[str, in
             for record in importers.guarded(importers.parse_file(raw, name, head, fmt), name):
                 count += 1
                 yield "trace", i, prepare(record, fmt, name, copy_text=True, keep_annotations=keep)
-    except TraceFormatError as error:
-        yield "error", i, str(error)
+    except (TraceFormatError, MemoryError) as error:
+        yield "error", i, str(file_error(error, name))
         return
     on_read(i, path.stat().st_size)
     yield "end", i, count
@@ -203,6 +203,14 @@ def _pieces(pool, i, path, name, head, fmt, keep, on_read):
     yield "ready", [("end", i, record_no)]
 
 
+def file_error(error: TraceFormatError | MemoryError, name: str) -> TraceFormatError:
+    """A file's error as the import reports it: a MemoryError (the import's memory ceiling, or the host's
+    memory, reached while decoding) names the file and the ceiling instead of ending the import unexplained."""
+    if isinstance(error, TraceFormatError):
+        return error
+    return TraceFormatError(limits.out_of_memory(), file=name)
+
+
 def run_lines(i, fmt, name, payload, first_line, first_record, keep) -> list[tuple[str, int, object]]:
     """In a worker: the events of a piece of a JSONL file. Ids repeated across pieces are the importing
     process's to find: a trace that failed after its size check comes with ("unique?", i, its place)."""
@@ -223,10 +231,10 @@ def run_lines(i, fmt, name, payload, first_line, first_record, keep) -> list[tup
             importers.check_size(record, name)
             sized = True
             out.append(("trace", i, prepare(record, fmt, name, copy_text=True, keep_annotations=keep)))
-    except TraceFormatError as error:
+    except (TraceFormatError, MemoryError) as error:
         if sized and record is not None:
             out.append(("unique?", i, (record.external_id, record.line_no, record.record_no)))
-        out.append(("error", i, str(error)))
+        out.append(("error", i, str(file_error(error, name))))
     return out
 
 
@@ -251,6 +259,10 @@ def run_files(job: list[tuple[int, Path, str]], fmt: str | None, keep: bool) -> 
                     )
         except TraceFormatError as error:
             out += [*traces, ("error", i, str(error))]
+            continue
+        except MemoryError as error:
+            traces.clear()  # the file fails: what it decoded so far goes before the error is reported
+            out.append(("error", i, str(file_error(error, name))))
             continue
         out += [*traces, ("end", i, len(traces))]
     return out

@@ -138,6 +138,7 @@ def open_dataset(source: str, *, split: str | None = None, config: str | None = 
             path = Path(source)
             if not path.exists():
                 raise TraceFormatError("no such file or folder", file=source)
+            check_data_files(path)
             if path.is_dir() and any((path / m).exists() for m in DISK_MARKERS):
                 loaded = datasets.load_from_disk(str(path))
             elif path.is_file():
@@ -219,11 +220,12 @@ def parquet_batches(
     budget = budget or limits.DecodeBudget()
     bounds = budget.limits
     try:
-        parquet = pq.ParquetFile(stream)
+        # pre_buffer off: a column chunk is read when its batch is, not a row group's worth ahead.
+        parquet = pq.ParquetFile(stream, pre_buffer=False)
         meta = parquet.metadata
         compressed, per_row, dictionary = _parquet_sizes(parquet, filename, budget)
         if dictionary:
-            parquet = pq.ParquetFile(stream, metadata=meta, read_dictionary=dictionary)
+            parquet = pq.ParquetFile(stream, metadata=meta, read_dictionary=dictionary, pre_buffer=False)
     except TraceFormatError:
         raise
     except Exception as error:
@@ -250,16 +252,28 @@ def parquet_batches(
 def _parquet_sizes(parquet: Any, filename: str, budget: limits.DecodeBudget) -> tuple[int, int, list[str]]:
     """(compressed bytes, largest decoded bytes per row of a row group, the text columns stored with a
     dictionary), from the footer; the file's decoded size and ratio checked."""
+    import pyarrow as pa
+
     meta = parquet.metadata
     compressed = uncompressed = per_row = 0
     dictionary: set[str] = set()
+    # Arrow keeps a dictionary as stored for top-level text columns only (nested ones may come as chunks it
+    # cannot convert); a nested column's repeats are bounded by the batch's rows and the memory ceiling.
+    top_level = {
+        field.name
+        for field in parquet.schema_arrow
+        if pa.types.is_string(field.type)
+        or pa.types.is_large_string(field.type)
+        or pa.types.is_binary(field.type)
+        or pa.types.is_large_binary(field.type)
+    }
     for g in range(meta.num_row_groups):
         group = meta.row_group(g)
         for c in range(group.num_columns):
             chunk = group.column(c)
             compressed += chunk.total_compressed_size
             uncompressed += chunk.total_uncompressed_size
-            if chunk.has_dictionary_page and chunk.physical_type == "BYTE_ARRAY":
+            if chunk.has_dictionary_page and chunk.path_in_schema in top_level:
                 dictionary.add(chunk.path_in_schema)
         if group.num_rows:
             per_row = max(per_row, group.total_byte_size // group.num_rows)
@@ -343,3 +357,113 @@ def _has_width(kind: Any) -> bool:
         return kind.bit_width > 0
     except ValueError:
         return False
+
+
+# The data files of a local dataset, decoded once under the limits before `datasets` reads them: it decodes
+# whole files or large batches with nothing checked, so a bomb is stopped here (and what `datasets` then
+# reads is known to decode within the limits). A Hub dataset streams through `datasets` alone; the import's
+# memory ceiling (limits.memory_ceiling) bounds it.
+_OPENERS = {".gz": "gzip", ".bz2": "bz2", ".xz": "lzma", ".lzma": "lzma"}
+_JSON_SUFFIXES = {".json", ".jsonl", ".ndjson"}
+
+
+def check_data_files(path: Path) -> None:
+    """Every data file of a dataset folder (or one data file) within the limits, or a TraceFormatError
+    naming the file (and the row, for parquet and Arrow)."""
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for file in files:
+        name = str(file)
+        suffixes = [s.lower() for s in file.suffixes[-2:]]
+        last = suffixes[-1] if suffixes else ""
+        try:
+            if last == ".parquet":
+                for _ in parquet_batches(name, name):  # a path: read by Arrow, not through Python
+                    pass
+            elif last == ".arrow":
+                _check_arrow(file, name)
+            elif last in _OPENERS:
+                _check_compressed(file, name, json=len(suffixes) > 1 and suffixes[0] in _JSON_SUFFIXES)
+            elif last == ".zip":
+                _check_zip(file, name)
+            elif last in _JSON_SUFFIXES:
+                with file.open("rb") as stream:
+                    _check_json_stream(stream, limits.JsonScanner())
+        except limits.LimitExceeded as exc:
+            raise TraceFormatError(str(exc), file=name) from None
+        except (OSError, EOFError, ValueError) as exc:
+            if isinstance(exc, TraceFormatError):
+                raise
+            raise TraceFormatError(f"cannot read the file ({exc})", file=name) from None
+
+
+def _check_json_stream(stream: Any, scanner: limits.JsonScanner) -> None:
+    while chunk := stream.read(limits.MB):
+        if scanner.feed(chunk) < len(chunk):
+            raise scanner.error or limits.value_too_long(scanner.limits)
+
+
+def _check_compressed(file: Path, name: str, *, json: bool) -> None:
+    """A gzip, bz2 or xz file decoded to its end without keeping it: its decoded size and ratio (and, for
+    JSON, its depth and value lengths) against the limits."""
+    import importlib
+
+    opener = importlib.import_module(_OPENERS[file.suffix.lower()])
+    budget = limits.DecodeBudget()
+    compressed = file.stat().st_size
+    scanner = limits.JsonScanner() if json else None
+    size = 0
+    with opener.open(file, "rb") as stream:
+        while chunk := stream.read(limits.MB):
+            size += len(chunk)
+            budget.check(size, compressed)
+            if scanner is not None and scanner.feed(chunk) < len(chunk):
+                raise scanner.error or limits.value_too_long(scanner.limits)
+    budget.spend(size)
+
+
+def _check_zip(file: Path, name: str) -> None:
+    import zipfile
+
+    budget = limits.DecodeBudget(container="the archive")
+    try:
+        with zipfile.ZipFile(file) as archive:
+            for info in archive.infolist():
+                with archive.open(info) as member:
+                    size = 0
+                    while chunk := member.read(limits.MB):
+                        size += len(chunk)
+                        budget.check(size, info.compress_size, f"member {info.filename}")
+                    budget.spend(size)
+    except zipfile.BadZipFile as exc:
+        raise TraceFormatError(f"not a readable zip archive ({exc})", file=name) from None
+
+
+def _check_arrow(file: Path, name: str) -> None:
+    """An Arrow IPC file or stream (a save_to_disk folder's data), batch by batch: its buffers may be
+    compressed (LZ4, zstd), so rows and ratio are checked as for parquet."""
+    import pyarrow as pa
+
+    bounds = limits.current()
+    budget = limits.DecodeBudget()
+    compressed = file.stat().st_size
+    decoded, row = 0, 1
+    with pa.memory_map(str(file)) as source:
+        try:
+            reader = pa.ipc.open_file(source)
+            batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
+        except pa.ArrowInvalid:
+            source.seek(0)
+            try:
+                batches = pa.ipc.open_stream(source)
+            except pa.ArrowInvalid as exc:
+                raise TraceFormatError(f"not a readable Arrow file ({exc})", file=name) from None
+        try:
+            for batch in batches:
+                decoded += _check_rows(batch, row, name, bounds)
+                try:
+                    budget.check(decoded, compressed)
+                except limits.LimitExceeded as exc:
+                    raise TraceFormatError(str(exc), file=name, record=row) from None
+                row += batch.num_rows
+        except pa.ArrowInvalid as exc:
+            raise TraceFormatError(f"unreadable Arrow data ({exc})", file=name) from None
