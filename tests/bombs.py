@@ -45,7 +45,9 @@ def parquet_nested_bomb(rows: int = 64, refs: int = 200, value_kb: int = 256) ->
     steps = pa.ListArray.from_arrays(offsets, items)
     # Without Arrow's schema in the footer, as other writers leave it: the reader cannot know the values
     # were a dictionary and expands them.
-    return _parquet({"id": pa.array([f"t{i}" for i in range(rows)]), "steps": steps}, "zstd", store_schema=False)
+    return _parquet(
+        {"id": pa.array([f"t{i}" for i in range(rows)]), "steps": steps}, "zstd", store_schema=False
+    )
 
 
 def parquet_traces(rows: int = 3, compression: str = "zstd") -> tuple[bytes, list[dict]]:
