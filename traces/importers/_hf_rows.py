@@ -438,6 +438,9 @@ def _check_zip(file: Path, name: str) -> None:
         raise TraceFormatError(f"not a readable zip archive ({exc})", file=name) from None
 
 
+_ARROW_EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
+
+
 def _check_arrow(file: Path, name: str) -> None:
     """An Arrow IPC file or stream (a save_to_disk folder's data), batch by batch: its buffers may be
     compressed (LZ4, zstd), so rows and ratio are checked as for parquet."""
@@ -452,6 +455,12 @@ def _check_arrow(file: Path, name: str) -> None:
             reader = pa.ipc.open_file(source)
             batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
         except pa.ArrowInvalid:
+            # A stream cut at a batch boundary reads as a shorter stream: only its end marker says it is whole.
+            source.seek(max(compressed - len(_ARROW_EOS), 0))
+            if compressed < len(_ARROW_EOS) or source.read(len(_ARROW_EOS)) != _ARROW_EOS:
+                raise TraceFormatError(
+                    "the Arrow stream is truncated (no end-of-stream marker)", file=name
+                ) from None
             source.seek(0)
             try:
                 batches = pa.ipc.open_stream(source)

@@ -13,6 +13,7 @@ import re
 import shutil
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
@@ -26,6 +27,9 @@ FORMAT = "inspect_ai"
 LABEL = "Inspect AI eval log (.json or .eval)"
 
 ZIP_MAGIC = b"PK\x03\x04"
+# What a damaged archive raises from zipfile (a bad CRC, a truncated member, an unknown version or method,
+# a corrupt deflate stream).
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError)
 _SAMPLE_NAME = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
 _VALUE_SCORES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 
@@ -80,7 +84,7 @@ def _parse_zip(first: bytes, stream: BinaryIO, filename: str) -> Iterator[TraceR
         tmp.seek(0)
         try:
             zf = zipfile.ZipFile(tmp)
-        except zipfile.BadZipFile as exc:
+        except _ZIP_ERRORS as exc:
             raise TraceFormatError(f"not a valid .eval archive ({exc})", file=filename) from None
         with zf:
             names = zf.namelist()
@@ -109,7 +113,7 @@ def _read_member(zf: zipfile.ZipFile, name: str, budget: limits.DecodeBudget, fi
             return budget.read(member, info.compress_size, "member", budget.limits.max_record_bytes)
     except limits.LimitExceeded as exc:
         raise TraceFormatError(str(exc), file=f"{filename}:{name}", record=n) from None
-    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
+    except _ZIP_ERRORS as exc:
         raise TraceFormatError(f"cannot read {name} ({exc})", file=filename, record=n) from None
 
 
