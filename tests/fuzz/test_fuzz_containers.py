@@ -70,7 +70,9 @@ def faithful(expected: dict, hostile: tuple[str, int]) -> dict | None:
     return None if hostile[0] == "flip" else expected
 
 
-def check_import(path: Path, name: str, expected: dict[str, list[str]] | None, mentions: str) -> None:
+def check_import(
+    path: Path, name: str, expected: dict[str, list[str]] | None, mentions: str, honest: bool = False
+) -> None:
     """The promise (see the module doc) for one import of `path`, shown to the user as `name`; `expected`
     None when a flipped byte may have made another valid file (a letter of a text, a member's name)."""
     with limits.override(max_value_bytes=MB, max_record_bytes=2 * MB, max_memory_bytes=256 * MB):
@@ -78,6 +80,7 @@ def check_import(path: Path, name: str, expected: dict[str, list[str]] | None, m
             result = do_import_files([(path, name)], batch_name="fuzz")
         except ImportFailed as failure:
             errors = failure.result.errors
+            assert not honest, errors  # an undamaged file without a bomb imports
             assert errors, "a failed import says why"
             for error in errors:
                 assert mentions in error, error
@@ -125,7 +128,9 @@ def test_a_parquet_file_imports_equal_or_fails_naming_it(rows, compression, host
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "upload-x.parquet"
         path.write_bytes(damaged(data, hostile))
-        check_import(path, "traces.parquet", faithful(expected, hostile), "traces.parquet")
+        check_import(
+            path, "traces.parquet", faithful(expected, hostile), "traces.parquet", hostile[0] == "none"
+        )
 
 
 def eval_bytes(rows: dict, bomb: int) -> bytes:
@@ -149,7 +154,7 @@ def test_an_eval_zip_imports_equal_or_fails_naming_it(rows, hostile):
         path.write_bytes(damaged(data, hostile))
         # Inspect names a sample "<id>-e<epoch>" and takes the task from its input.
         wanted = {f"{key}-e1": texts for key, texts in expected.items()}
-        check_import(path, "run.eval", faithful(wanted, hostile), "run.eval")
+        check_import(path, "run.eval", faithful(wanted, hostile), "run.eval", hostile[0] == "none")
 
 
 def gzip_jsonl(rows: dict, bomb: int) -> bytes:
@@ -194,5 +199,6 @@ def test_a_dataset_folder_imports_equal_or_fails_naming_its_file(rows, kind, hos
     with tempfile.TemporaryDirectory() as folder:
         dataset = Path(folder) / "dataset"
         (dataset / "data").mkdir(parents=True)
+        (dataset / "dataset_info.json").write_text("{}")  # a dataset, not a folder of trace files
         (dataset / "data" / name).write_bytes(damaged(data, hostile))
-        check_import(dataset, "dataset", faithful(expected, hostile), "dataset")
+        check_import(dataset, "dataset", faithful(expected, hostile), "dataset", hostile[0] == "none")
