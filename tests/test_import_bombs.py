@@ -26,7 +26,7 @@ MB = limits.MB
 RATIO = "the file inflates more than 200 times its compressed size (a decompression bomb?; limit IMPORT_MAX_ZIP_RATIO)"
 CEILING = (
     "the import needed more than 256 MB of memory while decoding this file and was stopped "
-    "(limit IMPORT_MAX_MEMORY_MB)"
+    "(it ran out of memory under IMPORT_MAX_MEMORY_MB); nothing was imported"
 )
 
 

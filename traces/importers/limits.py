@@ -167,9 +167,9 @@ def out_of_memory(limits: Limits | None = None) -> str:
     if bounds.max_memory_bytes > 0:
         return (
             f"the import needed more than {_mb(bounds.max_memory_bytes)} of memory while decoding this file "
-            "and was stopped (limit IMPORT_MAX_MEMORY_MB)"
+            "and was stopped (it ran out of memory under IMPORT_MAX_MEMORY_MB); nothing was imported"
         )
-    return "the import ran out of memory while decoding this file and was stopped"
+    return "the import ran out of memory while decoding this file and was stopped; nothing was imported"
 
 
 def _data_bytes() -> int:
