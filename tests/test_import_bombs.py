@@ -5,6 +5,7 @@ fails its job with that reason, and the next import goes through."""
 
 from __future__ import annotations
 
+import os
 from io import StringIO
 from pathlib import Path
 
@@ -115,3 +116,21 @@ def test_worker_processes_fail_a_bomb_on_their_own_ceiling(db, tmp_path, monkeyp
     bomb = bombs.write(tmp_path / "nested.parquet", bombs.parquet_nested_bomb())
     assert f"{bomb}: {CEILING}" in import_command(good, bomb)
     assert not Trace.objects.exists()
+
+
+@pytest.mark.postgres
+def test_a_worker_process_that_dies_fails_the_import_instead_of_hanging_it(db, tmp_path, monkeypatch):
+    """A worker killed (or crashed by an allocation its code could not survive) never answers its task."""
+    if connection.vendor != "postgresql":
+        missing("PostgreSQL", "Set DATABASE_URL=postgres://postgres@127.0.0.1:5432/annotator to run on it.")
+    monkeypatch.setattr(import_pool, "can_fork", lambda: True)
+    monkeypatch.setattr(services, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(import_pool, "run_files", die)  # in the forked worker
+    good = tmp_path / "good.jsonl"
+    good.write_text("".join(line + "\n" for line in native_lines(synthetic_traces(3, steps=2))))
+    assert f"{good}: {import_pool.WORKER_LOST}" in import_command(good)
+    assert not Trace.objects.exists()
+
+
+def die(*args) -> None:
+    os._exit(9)
