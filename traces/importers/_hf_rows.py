@@ -194,12 +194,17 @@ _ROWS_AT_ONCE = 64  # rows decoded into one Arrow batch, at most (fewer when row
 def parquet_rows(stream: Any, filename: str, budget: limits.DecodeBudget | None = None) -> Iterator[dict]:
     """The rows of one parquet file as plain dicts, decoded under `budget` (see parquet_batches)."""
     bounds = limits.current()
+    row = 1
     for batch, decoded in parquet_batches(stream, filename, budget):
-        if decoded <= bounds.max_record_bytes:
-            yield from batch.to_pylist()
-        else:  # each row is within the record limit; together they need not be
-            for i in range(batch.num_rows):
-                yield from batch.slice(i, 1).to_pylist()
+        try:
+            if decoded <= bounds.max_record_bytes:
+                yield from batch.to_pylist()
+            else:  # each row is within the record limit; together they need not be
+                for i in range(batch.num_rows):
+                    yield from batch.slice(i, 1).to_pylist()
+        except UnicodeDecodeError as error:  # text that is not UTF-8 (a damaged page without checksums)
+            raise TraceFormatError(f"unreadable parquet data: {error}", file=filename, record=row) from None
+        row += batch.num_rows
 
 
 def parquet_batches(
