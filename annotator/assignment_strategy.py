@@ -8,7 +8,8 @@ Goals, in priority order:
    the annotators already on the trace, so every pair of annotators ends up sharing traces (pairwise
    agreement needs overlapping items for every pair, not just for a few fixed teams).
 4. Nothing finished is disturbed: only slots the caller marks movable (never opened, not reserved) may be
-   handed to someone else, and only to even out the load (e.g. when an annotator joins late).
+   handed to someone else, and only to even out the load (e.g. when an annotator joins late), or dropped
+   when asked to (`trim`) from a trace that holds more than its overlap (e.g. once imported labels count).
 
 The ORM bridge is `annotator.services.assignment.do_assign`.
 """
@@ -102,6 +103,8 @@ def plan_assignments(
     existing: Iterable[tuple[int, int]] = (),
     movable: Iterable[tuple[int, int]] = (),
     unavailable: Iterable[tuple[int, int]] = (),
+    *,
+    trim: bool = False,
 ) -> Plan:
     """Plan the slots to create (and movable slots to hand over) so that every trace in `trace_ids` has
     `min(overlap, len(annotator_ids))` annotators.
@@ -118,6 +121,8 @@ def plan_assignments(
         return Plan(add=(), remove=())
     initial = set(existing)
     state = _State(annotators, initial, unavailable)
+    if trim:
+        _trim(state, initial & set(movable), target)
     planned: set[tuple[int, int]] = set()
     for position, trace in enumerate(trace_ids):
         while len(state.holders[trace]) < target:
@@ -134,6 +139,18 @@ def plan_assignments(
         add=tuple(Slot(t, a) for t, a in sorted(final - initial)),
         remove=tuple(Slot(t, a) for t, a in sorted(initial - final)),
     )
+
+
+def _trim(state: _State, movable: set[tuple[int, int]], target: int) -> None:
+    """Drop movable slots from traces holding more than `target`, the busiest holder's first."""
+    by_trace: dict[int, list[int]] = defaultdict(list)
+    for trace, annotator in sorted(movable):
+        by_trace[trace].append(annotator)
+    for trace, annotators in sorted(by_trace.items()):
+        while len(state.holders[trace]) > target and annotators:
+            busiest = max(annotators, key=lambda a: (state.load[a], -state.rank.get(a, -1)))
+            annotators.remove(busiest)
+            state.remove(trace, busiest)
 
 
 def _rebalance(state: _State, movable: set[tuple[int, int]]) -> None:

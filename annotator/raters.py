@@ -5,9 +5,10 @@ other rater. Its kind is a column (``Rater.kind``: human, llm, imported; a user 
 signs in), never a naming convention. What must differ is decided here and nowhere else:
 
 - assignment: only active human users receive work (``receives_work_q``); an LLM's annotations never fill a
-  human overlap slot (``annotator.services.assignment.do_assign`` ignores its assignments);
-- adjudication: "all required annotations submitted" and "do they disagree" count humans only, imported
-  human labellers included (``human_q("assignment__annotator")``);
+  human overlap slot, and an imported rater's fill one only when the project says they count
+  (``Project.imported_labels_count_toward_overlap``; ``fills_overlap_q``);
+- adjudication: "all required annotations submitted" and "do they disagree" count the raters who fill the
+  overlap (``fills_overlap_q``): people labelling here, and imported raters when the project says so;
 - blindness: annotators see an LLM's labels only after submitting their own, and only when the project
   switches it on (``annotator.services.llm_opinion``);
 - provenance: labels by ``imported`` raters were made elsewhere (how is unknown); the dataset card says so.
@@ -80,6 +81,13 @@ def imported_q(user_path: str = "") -> Q:
     """Rows whose user is an imported rater (labels made elsewhere)."""
     prefix = f"{user_path}__" if user_path else ""
     return Q(**{f"{prefix}rater__kind": RaterKind.IMPORTED})
+
+
+def fills_overlap_q(imported_count: bool, user_path: str = "") -> Q:
+    """Rows whose user fills one of a trace's `overlap` slots: never an LLM; an imported rater only when
+    `imported_count` (the project's ``imported_labels_count_toward_overlap``). Off, imported raters are
+    reference raters like LLMs: every trace still gets `overlap` people who label here."""
+    return human_q(user_path) if imported_count else human_q(user_path) & ~imported_q(user_path)
 
 
 def receives_work_q(user_path: str = "") -> Q:

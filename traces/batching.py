@@ -12,6 +12,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 
 from traces import chunks
+from traces.importers.records import TraceFormatError
 from traces.models import Batch, Trace
 from traces.rows import Prepared
 
@@ -53,19 +54,46 @@ class ImportTarget:
         return found
 
 
+@dataclass
+class Seen:
+    """What an import has read so far, across all its files: the content keys (a trace read twice is
+    stored once and counted as a duplicate) and the trace ids by benchmark, with the file each came from
+    (the same id of the same benchmark on different content in two files is refused, as it is within one
+    file; two benchmarks may both number a task "5-0")."""
+
+    digests: set[str] = field(default_factory=set)
+    ids: dict[tuple[str, str], FileResult] = field(default_factory=dict)
+
+
 def add(
     item: Prepared,
     file_result: FileResult,
-    seen: set[str],
+    seen: Seen,
     pending: Pending,
     target: ImportTarget,
     result: ImportResult,
+    *,
+    unique_ids: bool = True,
 ) -> None:
-    """A prepared trace waits for its chunk, unless the import already has its content."""
-    if item.digest in seen:
+    """A prepared trace waits for its chunk, unless the import already has its content. With `unique_ids`
+    (files; a dataset source may repeat ids) its id must not name another trace of this import."""
+    if item.digest in seen.digests:
         file_result.duplicates += 1
         return
-    seen.add(item.digest)
+    if unique_ids:
+        first = seen.ids.setdefault((item.benchmark, item.external_id), file_result)
+        if first is not file_result:
+            line = item.line_no
+            of = f" of benchmark {item.benchmark!r}" if item.benchmark else ""
+            raise TraceFormatError(
+                f"duplicate trace id {item.external_id!r}: the file {first.name} of this import holds a different "
+                f"trace{of} with this id; every trace in an import needs its own id (identical traces are "
+                "skipped as duplicates)",
+                file=file_result.name,
+                record=None if line is not None else (item.record_no or None),
+                line=line,
+            )
+    seen.digests.add(item.digest)
     pending.items.append((item, file_result))
     pending.steps += item.step_count
     pending.bytes += len(item.trace_tail or b"") + len(item.step_body or b"")

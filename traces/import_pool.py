@@ -233,12 +233,16 @@ def run_lines(i, fmt, name, payload, first_line, first_record, keep) -> list[tup
     sized = False
     try:
         # One scan of the piece for the depth and value limits, rather than one a line.
-        parsed = importers.FORMATS[fmt].parse(
-            io.BytesIO(payload),
+        parsed = importers.read_safely(
+            importers.FORMATS[fmt].parse(
+                io.BytesIO(payload),
+                name,
+                first_line=first_line,
+                first_record=first_record,
+                checked=limits.within(payload),
+            ),
             name,
-            first_line=first_line,
-            first_record=first_record,
-            checked=limits.within(payload),
+            first_record,
         )
         for record in parsed:
             sized = False

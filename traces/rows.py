@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 
 from traces.answer_key import answer_key_of, public_metadata
-from traces.importers import limits
+from traces.importers import limits, storable
 from traces.importers.records import STEP_KINDS, AnnotationRecord, TraceFormatError, TraceRecord
 
 
@@ -26,6 +26,8 @@ class Prepared:
     digest: str
     external_id: str
     step_count: int
+    # Ids are unique per benchmark: two benchmarks in one import may both number their tasks "5-0".
+    benchmark: str
     line_no: int | None
     record_no: int
     annotations: list[AnnotationRecord] | None = None
@@ -39,16 +41,39 @@ class Prepared:
 
 def prepare(record: TraceRecord, fmt: str, name: str, *, copy_text: bool, keep_annotations: bool) -> Prepared:
     """`record` (parsed and guarded) of the file `name` checked, keyed and, with `copy_text`, rendered
-    as COPY text."""
+    as COPY text. The one gate every import path passes: a record holding a string the database cannot
+    store (a NUL, a lone surrogate: traces.importers.storable) is refused here, naming file, record and
+    field, whatever its format."""
     check_rows(record, name)
+    keep = keep_annotations and bool(record.annotations)
+    try:
+        prepared = _prepare(record, fmt, copy_text, keep)
+    except UnicodeEncodeError:  # a lone surrogate somewhere: name where
+        storable.check(record, name, labels=keep)
+        raise
+    except (TypeError, AttributeError):  # a parser let a value of the wrong type through: name it
+        check_types(record, name)
+        raise
+    # The COPY text is looked at (C speed); without it (bulk_create) every string is walked. The labels
+    # are not in that text (the annotator layer stores them): theirs are walked, they are few.
+    walk = not copy_text or any(
+        storable.text_may_be_unstorable(text) for text in (prepared.trace_tail, prepared.step_body)
+    )
+    if walk or keep:
+        storable.check(record, name, trace=walk, labels=keep)
+    return prepared
+
+
+def _prepare(record: TraceRecord, fmt: str, copy_text: bool, keep_annotations: bool) -> Prepared:
     steps = step_values(record)
     prepared = Prepared(
         digest=content_hash_of(record, steps),
         external_id=record.external_id,
         step_count=len(steps),
+        benchmark=record.benchmark[:120],
         line_no=record.line_no,
         record_no=record.record_no,
-        annotations=record.annotations if keep_annotations and record.annotations else None,
+        annotations=record.annotations if keep_annotations else None,
     )
     if copy_text:
         prepared.trace_tail = trace_tail(record, prepared.digest, len(steps), fmt)
@@ -58,10 +83,20 @@ def prepare(record: TraceRecord, fmt: str, name: str, *, copy_text: bool, keep_a
     return prepared
 
 
+# PositiveIntegerField: PostgreSQL's integer, and a CHECK that it is not negative.
+_MAX_COUNT = 2**31 - 1
+
+
 def check_rows(record: TraceRecord, name: str) -> None:
-    """Defence in depth: every parser validates, but rows must never hold an unknown kind or a bad parent."""
+    """Defence in depth: every parser validates, but rows must never hold an unknown kind, a bad parent, or
+    a count the column cannot hold."""
     count = len(record.steps)
     for i, step in enumerate(record.steps):
+        tokens, duration = step.tokens, step.duration_ms
+        if (tokens is not None and (type(tokens) is not int or not 0 <= tokens <= _MAX_COUNT)) or (
+            duration is not None and (type(duration) is not int or not 0 <= duration <= _MAX_COUNT)
+        ):
+            _bad_count(record, name, i)
         if step.kind not in STEP_KINDS:
             raise TraceFormatError(
                 f"unknown step kind {step.kind!r}",
@@ -77,6 +112,45 @@ def check_rows(record: TraceRecord, name: str) -> None:
                 record=record.record_no,
                 field=f"steps[{i}].parent",
             )
+
+
+_TRACE_TEXT = ("external_id", "task", "system", "model", "benchmark", "outcome")
+_STEP_TEXT = ("agent", "role", "content", "tool_name", "tool_call_id")
+
+
+def _bad_count(record: TraceRecord, name: str, i: int) -> None:
+    """Raise the error for the step count check_rows found out of range (the loop there stays lean)."""
+    step = record.steps[i]
+    for field in ("tokens", "duration_ms"):
+        value = getattr(step, field)
+        if value is not None and (type(value) is not int or not 0 <= value <= _MAX_COUNT):
+            raise TraceFormatError(
+                f"expected a whole number from 0 to {_MAX_COUNT}, got {value!r}",
+                file=name,
+                record=record.record_no,
+                field=f"steps[{i}].{field}",
+            )
+
+
+def check_types(record: TraceRecord, name: str) -> None:
+    """Name the field of `record` that is not of its type (a parser's slip; see prepare)."""
+    fields = [(f, getattr(record, f)) for f in _TRACE_TEXT]
+    for i, step in enumerate(record.steps):
+        fields += [(f"steps[{i}].{f}", getattr(step, f)) for f in _STEP_TEXT]
+        if step.timestamp is not None:
+            fields.append((f"steps[{i}].timestamp", step.timestamp))
+    for field, value in fields:
+        if not isinstance(value, str):
+            raise TraceFormatError(
+                f"expected text, got {type(value).__name__}", file=name, record=record.record_no, field=field
+            )
+    if record.score is not None and not isinstance(record.score, int | float):
+        raise TraceFormatError(
+            f"expected a number, got {type(record.score).__name__}",
+            file=name,
+            record=record.record_no,
+            field="score",
+        )
 
 
 def step_values(record: TraceRecord) -> list[tuple]:

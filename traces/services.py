@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from django.db import connection, transaction
+from django.db import DataError, connection, transaction
 from django.db.models import F, QuerySet
 
 from traces import batching, chunks, import_pool, importers
-from traces.importers import limits
+from traces.importers import limits, storable
 from traces.importers.records import AnnotationRecord, TraceFormatError, TraceRecord
 from traces.models import Batch
 from traces.rows import content_hash as content_hash
@@ -169,7 +169,7 @@ def do_import_files(
                 .order_by("-created_at", "-pk")
                 .first(),
             )
-            seen: set[str] = set()
+            seen = batching.Seen()
             # Shared by the files: a folder of one-trace files (SWE-agent, Who&When) goes in by the
             # chunk, not one round of queries and COPYs per file.
             pending = batching.Pending(writer=chunks.CopyWriter())
@@ -203,7 +203,7 @@ def do_import_files(
                             source_options,
                         )
                     except (TraceFormatError, MemoryError) as error:
-                        file_result.error = str(import_pool.file_error(error, name))
+                        file_result.error = storable.shown(str(import_pool.file_error(error, name)))
                         failed = True
                     total_before += size or 0
                 if failed:
@@ -220,7 +220,7 @@ def do_import_files(
             if batch is None or not result.traces:
                 return result
             formats = sorted({f.format for f in result.files if f.format})
-            sources = [f.name for f in result.files]
+            sources = [storable.shown(f.name) for f in result.files]  # a file name can be any bytes
             Batch.objects.filter(pk=batch.pk).update(
                 trace_count=F("trace_count") + result.traces,
                 step_count=F("step_count") + result.steps,
@@ -231,7 +231,31 @@ def do_import_files(
     except ImportFailed:
         result.batch = None
         raise
+    except Exception as error:  # the COPY thread's error is psycopg's own, not Django's DatabaseError
+        refused = _refused_value(error)
+        if refused is None:
+            raise
+        # Defence in depth: the rows are checked before they are written (traces.rows.prepare), so this
+        # means a check is missing; still, the user learns it was their data, and which files.
+        result.batch = None
+        names = [f.name for f in result.files] or [name for _, name in files]
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        result.files.append(
+            FileResult(name=storable.shown(shown), error=f"the database refused a value: {refused}")
+        )
+        raise ImportFailed(result) from error
     return result
+
+
+def _refused_value(error: BaseException) -> str | None:
+    """The database's words when `error` is a value it cannot store (SQLSTATE class 22, data exception,
+    from Django or from the COPY thread's psycopg), or a text that is not Unicode; else None."""
+    if isinstance(error, UnicodeEncodeError):
+        return "a text holds a lone surrogate, which is not valid Unicode"
+    cause = error if getattr(error, "sqlstate", None) else error.__cause__
+    if isinstance(error, DataError) or str(getattr(cause, "sqlstate", "") or "").startswith("22"):
+        return storable.shown(str(error).splitlines()[0] if str(error) else type(error).__name__)
+    return None
 
 
 def _validate_only(
@@ -243,7 +267,7 @@ def _validate_only(
             for _ in records:
                 pass
     except (TraceFormatError, MemoryError) as error:
-        file_result.error = str(import_pool.file_error(error, name))
+        file_result.error = storable.shown(str(import_pool.file_error(error, name)))
 
 
 def _detect(path: Path | str, name: str) -> str:
@@ -291,7 +315,7 @@ def _import_one(
     name: str,
     fmt: str | None,
     target: batching.ImportTarget,
-    seen: set[str],
+    seen: batching.Seen,
     pending: batching.Pending,
     file_result: FileResult,
     result: ImportResult,
@@ -307,6 +331,7 @@ def _import_one(
             progress(offset + count, result.traces + records_done)
 
     counts_bytes = not importers.is_source(path)
+    unique_ids = counts_bytes and not options  # a dataset source may repeat ids (importers.guarded)
     with _records(path, name, file_result.format, on_read, options) as records:
         for record in records:
             records_done += 1
@@ -319,7 +344,7 @@ def _import_one(
                 copy_text=connection.vendor == "postgresql",
                 keep_annotations=result.keep_annotations,
             )
-            batching.add(item, file_result, seen, pending, target, result)
+            batching.add(item, file_result, seen, pending, target, result, unique_ids=unique_ids)
 
 
 def _parallel(sizes: list[int | None], fmt: str | None, options: Mapping | None):
@@ -340,7 +365,7 @@ def _import_parallel(
     sizes: list[int],
     fmt: str | None,
     target: batching.ImportTarget,
-    seen: set[str],
+    seen: batching.Seen,
     pending: batching.Pending,
     result: ImportResult,
     progress: ProgressCallback | None,
@@ -392,7 +417,7 @@ def _import_parallel(
                     elif kind == "end":
                         first_seen[i] = {}
                 except TraceFormatError as error:
-                    file_result.error = str(error)
+                    file_result.error = storable.shown(str(error))
                     failed = True
     finally:
         pool.terminate()

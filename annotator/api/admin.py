@@ -55,6 +55,11 @@ class NewProjectSerializer(serializers.Serializer):
         allow_blank=True, default="", max_length=MAX_GUIDELINES, help_text="Markdown shown to annotators"
     )
     blind = serializers.BooleanField(default=True)
+    imported_labels_count_toward_overlap = serializers.BooleanField(
+        default=False,
+        help_text="Whether imported raters' annotations fill a trace's overlap slots (on to reproduce a "
+        "published study)",
+    )
     batches = serializers.ListField(
         child=serializers.CharField(max_length=200),
         default=list,
@@ -70,6 +75,12 @@ class SettingsSerializer(serializers.Serializer):
     overlap = serializers.IntegerField(min_value=1, max_value=20, required=False)
     reservation_minutes = serializers.IntegerField(min_value=1, max_value=24 * 60, required=False)
     guidelines = serializers.CharField(allow_blank=True, required=False, max_length=MAX_GUIDELINES)
+    imported_labels_count_toward_overlap = serializers.BooleanField(
+        required=False,
+        help_text="Whether imported raters' annotations fill a trace's overlap slots and its adjudication "
+        "(off: every trace still goes to `overlap` people; on: for reproducing a published study). "
+        "Changing it re-plans the assignments; submitted and started work stays",
+    )
 
 
 class ArchiveSerializer(serializers.Serializer):
@@ -87,6 +98,9 @@ class AdminProjectSerializer(serializers.Serializer):
     reservation_minutes = serializers.IntegerField()
     guidelines = serializers.CharField()
     blind = serializers.BooleanField()
+    imported_labels_count_toward_overlap = serializers.BooleanField(
+        help_text="Whether imported raters' annotations fill a trace's overlap slots and its adjudication"
+    )
     archived = serializers.BooleanField()
     archived_at = serializers.DateTimeField(allow_null=True)
     batches = serializers.SerializerMethodField()
@@ -196,6 +210,7 @@ def create_project(request: Request) -> Response:
             overlap=data["overlap"],
             guidelines=data["guidelines"],
             blind=data["blind"],
+            imported_labels_count_toward_overlap=data["imported_labels_count_toward_overlap"],
             batches=_visible_batches(request.user, data["batches"]),
         )
     except ProjectSetupError as error:
@@ -210,7 +225,8 @@ def create_project(request: Request) -> Response:
 )
 @extend_schema(
     methods=["PATCH"],
-    summary="Change the name, overlap, reservation or guidelines; a larger overlap assigns more annotators",
+    summary="Change the name, overlap, reservation, guidelines or whether imported labels count toward the "
+    "overlap; a larger overlap assigns more annotators, switching the imported labels re-plans the work",
     request=SettingsSerializer,
     responses={200: AdminProjectSerializer, 400: _ERROR},
 )
@@ -225,6 +241,7 @@ def project_settings(request: Request, slug: str) -> Response:
             "overlap": project.overlap,
             "reservation_minutes": project.reservation_minutes,
             "guidelines": project.guidelines,
+            "imported_labels_count_toward_overlap": project.imported_labels_count_toward_overlap,
             **body.validated_data,
         }
         try:

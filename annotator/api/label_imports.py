@@ -41,7 +41,9 @@ class LabelImportResult(serializers.Serializer):
     created = serializers.IntegerField(help_text="Annotations stored")
     unchanged = serializers.IntegerField(help_text="Already present, left as they were")
     labels = serializers.IntegerField()
-    empty = serializers.IntegerField(help_text="Records that said nothing, not stored")
+    empty = serializers.IntegerField(
+        help_text="Records with nothing usable (no label in the taxonomy, no 'no failure'), not stored"
+    )
     users_created = serializers.ListField(child=serializers.CharField(), help_text="New imported raters")
     ignored_modes = serializers.DictField(child=serializers.IntegerField())
     missing_votes = serializers.DictField(child=serializers.IntegerField())

@@ -27,6 +27,7 @@ class ProjectSerializer(serializers.ModelSerializer):
             "taxonomy_version",
             "overlap",
             "blind",
+            "imported_labels_count_toward_overlap",
             "archived",
             "my_roles",
         ]

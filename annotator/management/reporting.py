@@ -20,10 +20,13 @@ def report_attribution_conflicts(command: BaseCommand, conflicts: list[str]) -> 
 
 
 def report_label_details(command: BaseCommand, result) -> None:
-    """What a label import left out or found odd (a LabelImportResult): records that said nothing, votes the
+    """What a label import left out or found odd (a LabelImportResult): records with nothing usable, votes the
     source left out, labels of modes the taxonomy lacks, contradicting attributions."""
     if result.empty:
-        command.stdout.write(f"  {result.empty} records said nothing (no label, no 'no failure'): not stored")
+        command.stdout.write(
+            f"  {result.empty} records had nothing usable (no label in the taxonomy, no 'no failure'): "
+            "not stored"
+        )
     for mode, count in result.missing_votes.most_common():
         command.stdout.write(f"  {count} votes on {mode} missing in the source: kept as missing")
     for mode, count in result.ignored_modes.most_common():

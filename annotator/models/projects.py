@@ -33,6 +33,12 @@ class Project(models.Model):
     overlap = models.PositiveSmallIntegerField(default=2, help_text="Independent annotations per trace")
     guidelines = models.TextField(blank=True, help_text="Markdown, shown to annotators (sanitised)")
     blind = models.BooleanField(default=True, help_text="Annotators never see others' labels")
+    # Off: imported raters (labels made elsewhere) are reference raters, like LLMs: every trace still gets
+    # `overlap` people labelling here. On (reproducing a published study): their annotations fill slots.
+    imported_labels_count_toward_overlap = models.BooleanField(
+        default=False,
+        help_text="Imported raters' annotations fill a trace's overlap slots and its adjudication",
+    )
     reservation_minutes = models.PositiveIntegerField(default=30)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

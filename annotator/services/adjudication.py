@@ -207,7 +207,7 @@ def _agreed_gold(
             item=item,
             mode_id=ids[code],
             primary=code == primary,
-            evidence=merged_evidence(a.labels[code] for a in annotations),
+            evidence=merged_evidence(a.labels[code] for a in annotations if code in a.labels),
             source=GoldLabel.Source.AGREED,
         )
         for code in codes

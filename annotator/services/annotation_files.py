@@ -8,7 +8,7 @@ from pathlib import Path
 from annotator.label_formats import parse_annotations_jsonl
 from annotator.models import Project
 from annotator.raters import rater_source
-from annotator.services.label_import import IncomingAnnotation, LabelImportError
+from annotator.services.label_import import IncomingAnnotation, LabelImportError, voted_modes
 from traces import importers
 from traces.importers import limits
 from traces.importers.records import TraceFormatError
@@ -77,4 +77,6 @@ def read_label_file(
                     f"first (import_traces {name} --batch NAME --project {project.slug} also imports labels)"
                 )
             for annotation in record.annotations:
-                yield IncomingAnnotation(trace, annotation, where=where, source=source)
+                yield IncomingAnnotation(
+                    trace, annotation, where=where, source=source, voted=voted_modes(fmt, record.metadata)
+                )

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from annotator.assignment_strategy import plan_assignments
 from annotator.models import Assignment, Membership, Project, Role
-from annotator.raters import human_q, receives_work_q
+from annotator.raters import fills_overlap_q, receives_work_q
 from annotator.services.calibration import next_calibration, uses_calibration
 from traces.models import Batch, Trace
 
@@ -42,9 +42,14 @@ def _free(now: datetime) -> Q:
     return Q(reserved_until__isnull=True) | Q(reserved_until__lt=now)
 
 
-def do_assign(project: Project) -> int:
+def do_assign(project: Project, *, trim: bool = False) -> int:
     """Give every trace of the project's batches `project.overlap` annotators; returns how many
     assignments were created.
+
+    Who fills a slot is `annotator.raters.fills_overlap_q`: LLM raters never, imported raters only when the
+    project's `imported_labels_count_toward_overlap` is on. `trim` also drops untouched slots of traces
+    that hold more than the overlap (after that setting is switched on, the people's untouched slots on
+    traces the imported labels fill go back); submitted, skipped, drafted or reserved work never moves.
 
     Idempotent and incremental: existing assignments stay; only untouched ones (pending, no annotation,
     not reserved) may move to another annotator to even out the load, e.g. when someone joins late.
@@ -55,12 +60,13 @@ def do_assign(project: Project) -> int:
         Project.objects.select_for_update().filter(pk=project.pk).values_list("pk").first()
         now = timezone.now()
         trace_ids = list(Trace.objects.in_project(project).order_by("id").values_list("id", flat=True))
-        # LLM raters' slots are not human overlap: they neither fill a trace's `overlap` nor ever move.
+        # LLM raters' slots (and imported raters' unless the project counts them) are not human overlap:
+        # they neither fill a trace's `overlap` nor ever move.
         # Gold calibration slots are neither overlap nor movable: the plan never sees them.
         rows = list(
             Assignment.objects.work()
             .filter(project=project)
-            .filter(human_q("annotator"))
+            .filter(fills_overlap_q(project.imported_labels_count_toward_overlap, "annotator"))
             .values_list(
                 "id",
                 "trace_id",
@@ -91,6 +97,7 @@ def do_assign(project: Project) -> int:
             existing,
             movable,
             unavailable=calibrated.values_list("trace_id", "annotator_id"),
+            trim=trim,
         )
         failed = _remove_movable([(ids[(s.trace_id, s.annotator_id)], s.trace_id) for s in plan.remove], now)
         new = []

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from annotator.models import AdjudicationItem, Annotation, GoldLabel, Membership, Project, Role
-from annotator.raters import human_q
+from annotator.raters import fills_overlap_q
 from taxonomy.models import FailureMode
 
 Status = AdjudicationItem.Status
@@ -41,6 +41,9 @@ class Compared:
     confidence: int | None = None
     note: str = ""
     labels: dict[str, ComparedLabel] = field(default_factory=dict)
+    # Modes this rater gave no value for (an imported source's missing votes): neither chosen nor not
+    # chosen, so they neither agree nor disagree with anyone on those modes.
+    missing: frozenset[str] = frozenset()
 
     @property
     def primary(self) -> str | None:
@@ -78,10 +81,10 @@ def compare(
     annotations: Sequence[Compared], modes: dict[str, ModeFacts], *, single_primary: bool
 ) -> Comparison:
     """Agreement is set equality over modes (a "no failure" annotation is the empty set), plus equal
-    primaries in single-primary taxonomies."""
-    sets = [set(a.labels) for a in annotations]
-    union = set().union(*sets)
-    common = set.intersection(*sets) if sets else set()
+    primaries in single-primary taxonomies. A mode an annotation has no value for (missing) is compared
+    among the annotations that have one."""
+    union = set().union(*(set(a.labels) for a in annotations))
+    common = agreed_modes(annotations)
     order = lambda code: (modes[code].order if code in modes else 10**6, code)  # noqa: E731
     disputed = sorted(union - common, key=order)
     primaries = {a.primary for a in annotations}
@@ -93,17 +96,32 @@ def compare(
     return Comparison(sorted(common, key=order), disputed, primary_disputed, severity)
 
 
+def agreed_modes(annotations: Sequence[Compared]) -> set[str]:
+    """Modes that every annotation with a value for them chose (missing is neither yes nor no)."""
+    chosen = set().union(*(set(a.labels) for a in annotations))
+    return {
+        code
+        for code in chosen
+        if all(code in a.labels for a in annotations if code not in a.missing or code in a.labels)
+    }
+
+
 def inputs_fingerprint(annotations: Iterable[Compared]) -> str:
     text = ";".join(f"{a.annotation_id}:{a.version}" for a in annotations)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 def eligible_annotator_ids(project: Project) -> set[int]:
-    """Whose submitted annotations count towards the overlap: active annotator memberships (imported,
-    inactive accounts included), never LLM raters."""
+    """Whose submitted annotations count towards the overlap: active annotator memberships, never LLM
+    raters, and imported raters (inactive accounts) only when the project counts imported labels toward the
+    overlap (`annotator.raters.fills_overlap_q`); otherwise they are reference raters, in the agreement
+    report but never required, compared or turned into gold here."""
     return set(
         Membership.objects.filter(
-            human_q("user"), project=project, role=Role.ANNOTATOR, active=True
+            fills_overlap_q(project.imported_labels_count_toward_overlap, "user"),
+            project=project,
+            role=Role.ANNOTATOR,
+            active=True,
         ).values_list("user_id", flat=True)
     )
 
@@ -130,9 +148,20 @@ def load_compared(annotations) -> list[Compared]:
                 )
                 for label in a.labels.all()
             },
+            missing=_missing_modes(a.provenance),
         )
         for a in rows
     ]
+
+
+def _missing_modes(provenance: Any) -> frozenset[str]:
+    """The provenance's "missing_modes" (annotator.services.label_import), tolerating any other shape."""
+    missing = provenance.get("missing_modes") if isinstance(provenance, dict) else None
+    return (
+        frozenset(code for code in missing if isinstance(code, str))
+        if isinstance(missing, list)
+        else frozenset()
+    )
 
 
 def item_annotations(item: AdjudicationItem) -> list[Compared]:

@@ -26,6 +26,7 @@ from annotator.services.adjudication import AdjudicationConflict, AdjudicationIn
 from annotator.services.comparison import (
     LETTERS,
     Compared,
+    agreed_modes,
     gold_snapshot,
     inputs_fingerprint,
     item_annotations,
@@ -155,11 +156,11 @@ def resolve_gold(
     disputed = list(item.disputed)
     decided = {d.mode: d for d in decision.modes}
     errors += [f"{code} is not disputed on this trace" for code in decided if code not in disputed]
-    common = set.intersection(*(set(a.labels) for a in annotations)) if annotations else set()
+    common = agreed_modes(annotations)  # missing votes neither agree nor disagree
     gold: dict[str, dict[str, Any]] = {
         code: {
             "source": GoldLabel.Source.AGREED,
-            "evidence": merged_evidence(a.labels[code] for a in annotations),
+            "evidence": merged_evidence(a.labels[code] for a in annotations if code in a.labels),
             "reason_code": "",
             "note": "",
         }

@@ -22,11 +22,14 @@ from annotator.raters import rater_source
 from annotator.services.assignment import do_assign
 from annotator.services.jobs import heartbeat, remove_uploads, stale_before
 from annotator.services.label_import import (
+    PER_MODE_VOTE_FORMATS,
     IncomingAnnotation,
     LabelImportError,
     LabelImportResult,
     do_import_annotations,
+    voted_modes,
 )
+from traces.importers import storable
 from traces.models import Batch, Trace
 from traces.services import FileResult, ImportFailed, ImportResult, ProgressCallback, do_import_files
 
@@ -85,21 +88,27 @@ def do_import_traces(
                 rater_map=rater_map,
             )
         except LabelImportError as error:
-            result.files.append(FileResult(name="labels", error=str(error)))
+            result.files.append(FileResult(name="labels", error=storable.shown(str(error))))
             raise ImportFailed(result) from error
         do_assign(project)
     return result, labels
 
 
 def _incoming(result: ImportResult, sources: Mapping[str, str]):
-    traces = Trace.objects.only("id", "external_id", "step_count").in_bulk(
-        [tid for tid, _, _, _ in result.annotations]
-    )
+    formats = {f.name: f.format for f in result.files}
+    # A per-mode-vote file's modes per trace are kept in the trace's answer key (`failure_modes`).
+    fields = ["id", "external_id", "step_count"]
+    if PER_MODE_VOTE_FORMATS & set(formats.values()):
+        fields.append("answer_key")
+    traces = Trace.objects.only(*fields).in_bulk([tid for tid, _, _, _ in result.annotations])
     for trace_id, external_id, records, name in result.annotations:
         source = sources.get(name) or rater_source(name)
+        trace = traces[trace_id]
+        fmt = formats.get(name, "")
+        voted = voted_modes(fmt, trace.answer_key) if fmt in PER_MODE_VOTE_FORMATS else None
         for record in records:
             yield IncomingAnnotation(
-                trace=traces[trace_id], record=record, where=f"trace {external_id!r}", source=source
+                trace=trace, record=record, where=f"trace {external_id!r}", source=source, voted=voted
             )
 
 

@@ -194,7 +194,11 @@ def _recover_lost(model: type[Job], now: datetime, done: Reconciled) -> None:
 
 def traces_missing_adjudication(project_id: int) -> list[int]:
     """Traces whose required annotations are all submitted but that have no adjudication item yet."""
-    project = Project.objects.filter(pk=project_id).only("pk", "overlap").first()
+    project = (
+        Project.objects.filter(pk=project_id)
+        .only("pk", "overlap", "imported_labels_count_toward_overlap")
+        .first()
+    )
     if project is None:
         return []
     checked = AdjudicationItem.objects.filter(project_id=project_id).values("trace_id")

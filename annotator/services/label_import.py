@@ -3,8 +3,12 @@
 Imported labels become submitted annotations by imported raters, so agreement can be computed on them at
 once. An imported rater is namespaced by its source (the dataset or file), inactive, and never receives work;
 a name in a file never becomes a real account unless a staff member maps it explicitly (`rater_map`).
-Missing is missing: an annotation exists only where the rater said something, and "no failure" only where
-the rater said so. All or nothing; an existing different annotation is never overwritten.
+Missing is missing: an annotation exists only where the rater gave a value for at least one mode of the
+project's taxonomy (a label in it, "no failure", or per-mode votes not all left out), and "no failure" only
+where the rater said so. A record whose labels were all left out (modes the taxonomy lacks, with
+--ignore-unknown-modes), or that holds only a note, is "nothing usable": counted, never stored, because an
+annotation without labels reads as "every mode not chosen". Votes the source left out stay missing per mode.
+All or nothing; an existing different annotation is never overwritten.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -19,6 +24,7 @@ from django.utils import timezone
 
 from annotator.models import Annotation, Assignment, LabelApplication, LabelHistory, Membership, Project, Role
 from annotator.raters import get_imported_rater, rater_source
+from annotator.services.assignment import do_assign
 from annotator.services.attribution import attribution_conflicts
 from annotator.services.followups import after_annotations_changed
 from taxonomy.models import FailureMode
@@ -41,7 +47,8 @@ class LabelImportResult:
     ignored_modes: Counter = field(default_factory=Counter)
     # Records whose attributed agent is not the agent of the attributed step (annotator.services.attribution).
     attribution_conflicts: list[str] = field(default_factory=list)
-    # Records that said nothing (no label, no "no failure", no note): no annotation is made for them.
+    # Records with nothing usable (no label in the taxonomy, no "no failure", every vote left out): no
+    # annotation is made for them.
     empty: int = 0
     # Votes the source left out (MAST's NaN), kept as missing on the annotation, per mode.
     missing_votes: Counter = field(default_factory=Counter)
@@ -66,6 +73,10 @@ class IncomingAnnotation:
     confidence: int | None = None
     where: str = ""  # "file.jsonl, line 3" for error messages
     source: str = ""  # the dataset or file the labels came from: the namespace of its raters
+    # The modes a per-mode-vote source (MAST's file) voted yes or no on for this trace, as the source names
+    # them; None for a list of labels (JSONL, Who&When), which chooses among every mode of the taxonomy.
+    # The taxonomy's other modes are missing for this rater, never "not chosen" (see `voted_modes`).
+    voted: tuple[str, ...] | None = None
 
 
 class _ModeResolver:
@@ -77,6 +88,19 @@ class _ModeResolver:
     def __call__(self, name: str) -> FailureMode | None:
         spec_mode = resolve_mode(self.spec, name)
         return self.modes.get(spec_mode.code) if spec_mode else None
+
+
+# Label formats whose records vote yes or no on each mode the trace lists (its `failure_modes`).
+PER_MODE_VOTE_FORMATS = frozenset({"mast_labelled"})
+
+
+def voted_modes(fmt: str, trace_data: Mapping[str, Any] | None) -> tuple[str, ...] | None:
+    """The modes a per-mode-vote file voted on for a trace: the trace's `failure_modes` (its metadata as
+    parsed, or its answer key as stored); None for formats that give a list of labels."""
+    if fmt not in PER_MODE_VOTE_FORMATS:
+        return None
+    modes = (trace_data or {}).get("failure_modes")
+    return tuple(m for m in modes if isinstance(m, str)) if isinstance(modes, list) else ()
 
 
 def parse_rater_map(pairs: Iterable[str]) -> dict[str, str]:
@@ -101,6 +125,9 @@ def do_import_annotations(
 ) -> LabelImportResult:
     """Store each incoming annotation as a submitted annotation; raises LabelImportError (nothing saved).
 
+    When the project counts imported labels toward the overlap, the work is re-planned (`do_assign`): the
+    people's untouched slots on traces the imported raters now fill go back.
+
     Only traces of the project take labels. `rater_map` (name in the file -> username) attributes a rater's
     labels to a real account, which then joins the project as an annotator; only staff (or the operator at
     the command line, `actor` None) may map."""
@@ -113,10 +140,12 @@ def do_import_annotations(
     _check_in_project(project, items)
     for item in items:
         labels, unknown = _resolve_labels(item, resolve, ignore_unknown_modes, result)
-        missing = _missing_codes(item.record, resolve, labels, result)
-        if not (labels or unknown or item.record.no_failure or item.record.ambiguous or item.record.note):
-            result.empty += 1  # the rater said nothing about this trace: no annotation, not "no failure"
+        missing = _missing_codes(item, resolve, labels)
+        if not _gives_a_value(item, labels, missing, resolve):
+            # Nothing usable about this taxonomy: no annotation, which would read as "no mode chosen".
+            result.empty += 1
             continue
+        result.missing_votes.update(missing)
         key = (item.source, item.record.annotator)
         user = users.get(key)
         if user is None:
@@ -133,6 +162,9 @@ def do_import_annotations(
         }
         _store(project, item, user, labels, result, actor, provenance=provenance)
         touched.add(item.trace.pk)
+    if result.created and project.imported_labels_count_toward_overlap:
+        # They fill slots here: people's untouched slots on the traces they now fill go back.
+        do_assign(project, trim=True)
     if result.created:
         # Imported annotations count for the adjudication queue and the agreement report, like submits.
         transaction.on_commit(lambda: after_annotations_changed(project.pk, touched))
@@ -180,17 +212,32 @@ def _check_in_project(project: Project, items: list[IncomingAnnotation]) -> None
     )
 
 
-def _missing_codes(record: AnnotationRecord, resolve, labels: list, result: LabelImportResult) -> list[str]:
-    """Taxonomy codes the source gave no value for (and no other vote chose): missing, never "not chosen"."""
+def _missing_codes(item: IncomingAnnotation, resolve, labels: list) -> list[str]:
+    """Taxonomy codes the source gave no value for (and no other vote chose): missing, never "not chosen".
+    Those are its missing votes (MAST's NaN) and, for a per-mode-vote source, the modes it did not vote on."""
     chosen = {mode.code for mode, _ in labels}
     codes = set()
-    for name in record.missing:
+    for name in item.record.missing:
         mode = resolve(name)
-        if mode is not None and mode.code not in chosen:
+        if mode is not None:
             codes.add(mode.code)
-    for code in codes:
-        result.missing_votes[code] += 1
-    return sorted(codes)
+    if item.voted is not None:
+        voted = {mode.code for mode in map(resolve, item.voted) if mode is not None}
+        codes |= set(resolve.modes) - voted
+    return sorted(codes - chosen)
+
+
+def _gives_a_value(item: IncomingAnnotation, labels: list, missing: list[str], resolve) -> bool:
+    """Whether the record says yes or no to at least one mode of the taxonomy: a label in it, or an explicit
+    "no failure" or per-mode votes (a source that lists its missing votes voted on the others) that did not
+    leave every mode out. Labels only in modes the taxonomy lacks, a note or an "ambiguous" flag alone say
+    nothing about its modes."""
+    if labels:
+        return True
+    record = item.record
+    if record.no_failure or record.missing or item.voted is not None:
+        return bool(set(resolve.modes) - set(missing))
+    return False
 
 
 def _resolve_labels(

@@ -13,8 +13,10 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from annotator.models import Membership, Project, Role
+from annotator.models import Assignment, Membership, Project, Role
+from annotator.raters import imported_q
 from annotator.services.assignment import do_assign
+from annotator.services.followups import after_annotations_changed
 from taxonomy.services import resolve_version
 from traces.models import Batch
 
@@ -88,11 +90,13 @@ def do_create_project(
     name: str | None = None,
     overlap: int | None = None,
     guidelines: str | None = None,
+    imported_labels_count_toward_overlap: bool | None = None,
 ) -> ProjectSetup:
     """Create the project, or extend it when it exists (idempotent: re-running adds only what is new).
 
     `members` maps a role to usernames. The taxonomy of an existing project cannot change (its labels
-    would lose their meaning); asking for another one is an error.
+    would lose their meaning); asking for another one is an error. Switching an existing project's
+    `imported_labels_count_toward_overlap` re-plans its work as the settings page does (`do_update_settings`).
     """
     if overlap is not None and overlap < 1:
         raise ProjectSetupError("--overlap must be at least 1")
@@ -112,6 +116,7 @@ def do_create_project(
             taxonomy_version=version,
             overlap=overlap or 2,
             guidelines=guidelines or "",
+            imported_labels_count_toward_overlap=bool(imported_labels_count_toward_overlap),
         )
     else:
         if project.taxonomy_version.taxonomy.slug != taxonomy:
@@ -139,7 +144,21 @@ def do_create_project(
     if project.created_by_id is None and members.get(Role.OWNER):
         owner = get_user_model().objects.get(username=members[Role.OWNER][0].strip())
         Project.objects.filter(pk=project.pk).update(created_by=owner)
-    setup.assignments_created = do_assign(project)
+    switched = not created and imported_labels_count_toward_overlap not in (
+        None,
+        project.imported_labels_count_toward_overlap,
+    )
+    if switched:
+        setup.assignments_created = do_update_settings(
+            project,
+            name=project.name,
+            overlap=project.overlap,
+            reservation_minutes=project.reservation_minutes,
+            guidelines=project.guidelines,
+            imported_labels_count_toward_overlap=imported_labels_count_toward_overlap,
+        )
+    else:
+        setup.assignments_created = do_assign(project)
     return setup
 
 
@@ -153,21 +172,48 @@ def do_attach_batches(project: Project, batches: Iterable[Batch]) -> int:
 
 @transaction.atomic
 def do_update_settings(
-    project: Project, *, name: str, overlap: int, reservation_minutes: int, guidelines: str
+    project: Project,
+    *,
+    name: str,
+    overlap: int,
+    reservation_minutes: int,
+    guidelines: str,
+    imported_labels_count_toward_overlap: bool | None = None,
 ) -> int:
     """Change the project's settings; a larger overlap assigns more annotators at once (a smaller one
-    never takes finished or started work away). Returns the new assignments."""
+    never takes finished or started work away). Returns the new assignments.
+
+    Switching `imported_labels_count_toward_overlap` re-plans the work (`do_assign`): off, every trace gets
+    `overlap` people besides its imported raters; on, the people's untouched slots on traces the imported
+    labels fill are dropped (submitted, skipped, drafted and reserved work stays). The adjudication check
+    then runs again for the traces with imported labels, after commit (who is required changed)."""
     if not name.strip():
         raise ProjectSetupError("The project needs a name")
     if not 1 <= overlap <= 20:
         raise ProjectSetupError("Overlap must be from 1 to 20 annotators per trace")
     if not 1 <= reservation_minutes <= 24 * 60:
         raise ProjectSetupError("The reservation must last from 1 minute to 24 hours")
+    counted = project.imported_labels_count_toward_overlap
+    if imported_labels_count_toward_overlap is not None:
+        counted = imported_labels_count_toward_overlap
+    switched = counted != project.imported_labels_count_toward_overlap
     Project.objects.filter(pk=project.pk).update(
-        name=name.strip(), overlap=overlap, reservation_minutes=reservation_minutes, guidelines=guidelines
+        name=name.strip(),
+        overlap=overlap,
+        reservation_minutes=reservation_minutes,
+        guidelines=guidelines,
+        imported_labels_count_toward_overlap=counted,
     )
     project.refresh_from_db()
-    return do_assign(project)
+    created = do_assign(project, trim=switched and counted)
+    if switched:
+        traces = set(
+            Assignment.objects.work()
+            .filter(imported_q("annotator"), project=project, status=Assignment.Status.SUBMITTED)
+            .values_list("trace_id", flat=True)
+        )
+        transaction.on_commit(lambda: after_annotations_changed(project.pk, traces))
+    return created
 
 
 @transaction.atomic
@@ -181,6 +227,7 @@ def do_new_project(
     overlap: int = 2,
     guidelines: str = "",
     blind: bool = True,
+    imported_labels_count_toward_overlap: bool = False,
     batches: Sequence[Batch] = (),
 ) -> ProjectSetup:
     """Create a project from the browser or the API; `creator` becomes its owner. Unlike the CLI's
@@ -206,6 +253,7 @@ def do_new_project(
         overlap=overlap,
         guidelines=guidelines,
         blind=blind,
+        imported_labels_count_toward_overlap=imported_labels_count_toward_overlap,
         created_by=creator,
     )
     Membership.objects.create(project=project, user=creator, role=Role.OWNER)

@@ -26,12 +26,15 @@ def import_page(request, slug: str):
             )
         except UploadError as problem:
             error, problem_status = str(problem), problem.status
+        if job is not None:
+            # The job may have ended already (run inline, or failed because the task queue is down): show
+            # the row as it is now, on the plain page as in the htmx swap.
+            job.refresh_from_db()
         if request.htmx:
             if job is None:
                 return render(
                     request, "annotator/partials/_import_error.html", {"error": error}, status=problem_status
                 )
-            job.refresh_from_db()
             return render(request, "annotator/partials/_import_job.html", _job_context(project, job))
     return render(
         request,

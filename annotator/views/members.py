@@ -183,6 +183,9 @@ def update_settings(request: HttpRequest, slug: str) -> HttpResponse:
             overlap=int(request.POST.get("overlap") or 0),
             reservation_minutes=int(request.POST.get("reservation_minutes") or 0),
             guidelines=request.POST.get("guidelines", ""),
+            # A checkbox: absent when unticked.
+            imported_labels_count_toward_overlap=request.POST.get("imported_labels_count_toward_overlap")
+            == "on",
         )
     except (ValueError, ProjectSetupError) as error:
         messages.error(

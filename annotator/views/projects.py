@@ -7,17 +7,21 @@ from django.shortcuts import render
 
 from annotator.access import access_project
 from annotator.models import Assignment, Role
-from annotator.raters import human_q
+from annotator.raters import fills_overlap_q
 from annotator.views.queue import queue_context
 from traces.models import in_project_q
 
 
 def project_detail(request, slug: str):
     project = access_project(request.user, slug)
-    # Human work only: an LLM rater's annotations are counted on the LLM page, not as progress.
+    # The overlap's work only: an LLM rater's annotations are counted on the LLM page, not as progress, and
+    # so are imported raters' unless the project counts them toward the overlap (annotator.raters).
     counts = (
         project.assignments.work()
-        .filter(human_q("annotator"), in_project_q(project, "trace"))
+        .filter(
+            fills_overlap_q(project.imported_labels_count_toward_overlap, "annotator"),
+            in_project_q(project, "trace"),
+        )
         .aggregate(
             total=Count("id"),
             submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),

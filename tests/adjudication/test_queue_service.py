@@ -120,7 +120,7 @@ def test_the_submit_hook_runs_the_check(
     assert AdjudicationItem.objects.get(trace=trace).status == Status.OPEN
 
 
-def test_imported_annotators_count_and_llm_raters_do_not(project, trace, annotator_a):
+def test_imported_annotators_count_when_the_project_says_so_and_llm_raters_never(project, trace, annotator_a):
     imported, _ = get_imported_rater("published", "imported-ann")
     llm = get_llm_rater("qwen2.5-7b")
     add_member(project, imported, "annotator")
@@ -129,6 +129,10 @@ def test_imported_annotators_count_and_llm_raters_do_not(project, trace, annotat
     submit(project, trace, llm, {})
     assert do_check_trace(project.pk, trace.pk) is None
     submit(project, trace, imported, {"FM-1.1": [1]})
+    # By default imported raters are reference raters (issue 32): the trace still waits for a second person.
+    assert do_check_trace(project.pk, trace.pk) is None
+    project.imported_labels_count_toward_overlap = True
+    project.save()
     assert do_check_trace(project.pk, trace.pk).status == Status.AGREED
 
 

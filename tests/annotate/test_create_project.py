@@ -69,3 +69,35 @@ def test_the_taxonomy_of_a_project_cannot_change(taxonomies, batches):
     run("study", "--taxonomy", "mast")
     with pytest.raises(CommandError, match="cannot change"):
         run("study", "--taxonomy", "kami")
+
+
+def test_the_command_sets_and_switches_whether_imported_labels_count_toward_overlap(mast, batches):
+    from collections import Counter
+
+    from annotator.services.label_import import IncomingAnnotation, do_import_annotations
+    from traces.importers.records import AnnotationRecord, LabelRecord
+
+    out = run("repro", "--taxonomy", "mast", "--batch", "run-b", "--annotators", "alice,bob")
+    project = Project.objects.get(slug="repro")
+    assert not project.imported_labels_count_toward_overlap and "imported labels" not in out
+    traces = list(project.batches.get().traces.order_by("id"))
+    records = [
+        IncomingAnnotation(trace, AnnotationRecord(name, labels=[LabelRecord("FM-1.1")]), source="paper")
+        for trace in traces
+        for name in ("p1", "p2")
+    ]
+    do_import_annotations(project, records)
+
+    def people_per_trace() -> set[int]:
+        rows = Assignment.objects.filter(project=project, annotator__username__in=["alice", "bob"])
+        counts = Counter(rows.values_list("trace_id", flat=True))
+        return {counts[trace.pk] for trace in traces}
+
+    assert people_per_trace() == {2}
+    out = run("repro", "--taxonomy", "mast", "--imported-labels-count-toward-overlap")
+    project.refresh_from_db()
+    assert project.imported_labels_count_toward_overlap and "imported labels count toward it" in out
+    assert people_per_trace() == {0}  # the published raters fill every trace; untouched slots went back
+    run("repro", "--taxonomy", "mast", "--no-imported-labels-count-toward-overlap")
+    project.refresh_from_db()
+    assert not project.imported_labels_count_toward_overlap and people_per_trace() == {2}

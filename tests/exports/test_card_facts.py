@@ -25,9 +25,10 @@ MAST_LIKE = [
                 "failure mode": "1.1 Disobey task specification\n\nThe agent ignores the task.",
                 "a1": True,
                 "a2": None,
+                "a3": None,
             },
-            {"failure mode": "1.3 Step repetition\n\nRepeats a step.", "a1": False, "a2": None},
-            {"failure mode": "9.9 Retired mode\n\nGone.", "a1": True, "a2": True},
+            {"failure mode": "1.3 Step repetition\n\nRepeats a step.", "a1": False, "a2": False, "a3": None},
+            {"failure mode": "9.9 Retired mode\n\nGone.", "a1": True, "a2": True, "a3": None},
         ],
     }
 ]
@@ -60,9 +61,10 @@ def test_a_card_of_imported_labels_does_not_call_them_blind(mast, tmp_path, sett
     assert "Blind: unknown (every annotation was imported" in card
     assert "2 annotations by 2 raters were imported with the data" in card
     assert "Written guidelines: unknown for the imported annotations" in card
-    # a1's and a2's votes on the retired mode were left out; a2 left both real modes empty.
+    # a1's and a2's votes on the retired mode were left out; a2 left one real mode empty. a3 left every vote
+    # empty: nothing usable, so no annotation (issue 32) and nothing of it on the card.
     assert "Imported labels left out because the taxonomy lacks their mode: 2." in card
-    assert "Votes the source left empty (neither yes nor no in the file): 2." in card
+    assert "Votes the source left empty (neither yes nor no in the file): 1." in card
     assert "independent annotator(s) per trace" not in card  # the project's overlap says nothing of imports
 
 

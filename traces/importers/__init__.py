@@ -16,6 +16,7 @@ source when it holds a dataset (see :func:`detect_source`), otherwise a pile of 
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import stat
@@ -36,6 +37,7 @@ from . import (
     openai_chat,
     openhands,
     otel,
+    storable,
     swe_agent,
     tau2_bench,
     who_and_when,
@@ -52,6 +54,8 @@ from .records import (
     TraceFormatError,
     TraceRecord,
 )
+
+log = logging.getLogger(__name__)
 
 FORMATS: dict[str, ModuleType] = {
     m.FORMAT: m
@@ -245,10 +249,39 @@ def guarded(
     The import service applies it; the parsers alone stay constant-memory (the ids seen are not).
     """
     first_seen: dict[str, str] = {}
-    for record in records:
+    for record in read_safely(records, filename):
         check_size(record, filename)
         if unique_ids:
             check_unique_id(first_seen, record.external_id, record.line_no, record.record_no, filename)
+        yield record
+
+
+# What a parser raises when a value it did not expect slips past its checks: a bug to fix, logged, but for
+# the user an error naming the file and the record like any other (never a traceback, never a crashed job).
+_SLIPS = (TypeError, ValueError, AttributeError, KeyError, IndexError, UnicodeError, OverflowError)
+
+
+def read_safely(
+    records: Iterable[TraceRecord], filename: str, first_record: int = 1
+) -> Iterator[TraceRecord]:
+    """The parser's records, with any slip (see _SLIPS) turned into a TraceFormatError naming the file and
+    the record being read."""
+    number = first_record - 1
+    iterator = iter(records)
+    while True:
+        try:
+            record = next(iterator)
+        except StopIteration:
+            return
+        except TraceFormatError:
+            raise
+        except _SLIPS as error:
+            log.warning("parser slip in %s after record %s", filename, number, exc_info=True)
+            reason = storable.shown(f"{type(error).__name__}: {error}")[:300]
+            raise TraceFormatError(
+                f"the record could not be read ({reason})", file=filename, record=number + 1
+            ) from error
+        number = record.record_no or number + 1
         yield record
 
 
@@ -348,5 +381,6 @@ __all__ = [
     "iter_records",
     "iter_source",
     "parse_file",
+    "read_safely",
     "require_records",
 ]

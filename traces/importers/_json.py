@@ -134,7 +134,7 @@ def iter_array(stream: BinaryIO, filename: str, prefix: str = "item") -> Iterato
             count += 1
             yield count, value
     except UnicodeDecodeError as exc:
-        raise TraceFormatError(f"not UTF-8 text ({exc.reason})", file=filename, record=count + 1) from None
+        raise TraceFormatError(not_utf8(exc), file=filename, record=count + 1) from None
     except (ijson.JSONError, ValueError) as exc:  # ValueError: limits, or an integer too long to convert
         raise _json_error(exc, filename, count + 1) from None
 
@@ -173,10 +173,19 @@ def iter_paths(stream: BinaryIO, filename: str, paths: Iterable[str]) -> Iterato
                 else:
                     yield prefix, counts[prefix], value
     except UnicodeDecodeError as exc:
-        raise TraceFormatError(f"not UTF-8 text ({exc.reason})", file=filename) from None
+        raise TraceFormatError(not_utf8(exc), file=filename, record=counts.get(current, 0) or None) from None
     except (ijson.JSONError, ValueError) as exc:
         record = counts.get(current, 0) or None
         raise _json_error(exc, filename, record) from None
+
+
+def not_utf8(exc: UnicodeDecodeError) -> str:
+    """The words for bytes that do not decode. ijson turns a JSON escape of a lone surrogate ("\\ud800")
+    into the bytes ED A0..BF xx, which no UTF-8 decoder takes: say so, rather than blame the file's encoding."""
+    pair = bytes(exc.object[exc.start : exc.start + 2])
+    if len(pair) == 2 and pair[0] == 0xED and 0xA0 <= pair[1] <= 0xBF:
+        return "a string holds a lone surrogate (an unpaired \\ud800-\\udfff escape), which is not valid Unicode text"
+    return f"not UTF-8 text ({exc.reason})"
 
 
 def _no_nan(token: str) -> None:
@@ -215,9 +224,7 @@ def loads(
         msg = f"malformed JSON: {exc.msg} ({pos})"
         raise TraceFormatError(msg, file=filename, record=record, line=line) from None
     except UnicodeDecodeError as exc:
-        raise TraceFormatError(
-            f"not UTF-8 text ({exc.reason})", file=filename, record=record, line=line
-        ) from None
+        raise TraceFormatError(not_utf8(exc), file=filename, record=record, line=line) from None
 
 
 def iter_jsonl(

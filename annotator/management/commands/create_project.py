@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -30,9 +31,17 @@ class Command(BaseCommand):
         parser.add_argument("--overlap", type=int, help="Annotators per trace (default 2 for a new project)")
         parser.add_argument("--name", help="Display name")
         parser.add_argument("--guidelines", type=Path, help="A Markdown file shown to annotators")
+        parser.add_argument(
+            "--imported-labels-count-toward-overlap",
+            action=argparse.BooleanOptionalAction,
+            default=None,
+            help="Whether labels imported with import_annotations fill a trace's --overlap slots (off for a new "
+            "project: every trace still goes to --overlap people; on to reproduce a published study). "
+            "Switching it on an existing project re-plans the work; submitted and started work stays",
+        )
 
     def handle(self, *args, slug, taxonomy, batch, annotators, adjudicators, viewers, owner, overlap, name,
-               guidelines, **options):  # fmt: skip
+               guidelines, imported_labels_count_toward_overlap, **options):  # fmt: skip
         members = {
             Role.OWNER: _names(owner),
             Role.ANNOTATOR: _names(annotators),
@@ -53,6 +62,7 @@ class Command(BaseCommand):
                 name=name,
                 overlap=overlap,
                 guidelines=text,
+                imported_labels_count_toward_overlap=imported_labels_count_toward_overlap,
             )
         except ProjectSetupError as error:
             raise CommandError(str(error)) from None
@@ -60,7 +70,13 @@ class Command(BaseCommand):
         verb = "Created" if setup.created else "Updated"
         self.stdout.write(
             self.style.SUCCESS(
-                f"{verb} project {project.slug!r} ({project.taxonomy_version}, overlap {project.overlap})"
+                f"{verb} project {project.slug!r} ({project.taxonomy_version}, overlap {project.overlap}"
+                + (
+                    ", imported labels count toward it"
+                    if project.imported_labels_count_toward_overlap
+                    else ""
+                )
+                + ")"
             )
         )
         if setup.batches_added:
