@@ -77,6 +77,20 @@ def gzip_bomb(decoded_mb: int = 64) -> bytes:
     return out.getvalue()
 
 
+def zip_bomb(member: str = "train.jsonl", decoded_mb: int = 64) -> bytes:
+    """A zip archive of one member of spaces, written in chunks."""
+    import zipfile
+
+    out = io.BytesIO()
+    with (
+        zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive,
+        archive.open(member, "w", force_zip64=True) as stream,
+    ):
+        for _ in range(decoded_mb):
+            stream.write(b" " * MB)
+    return out.getvalue()
+
+
 def arrow_bomb(rows: int = 64, value_mb: int = 8, compression: str = "zstd") -> bytes:
     """An Arrow IPC file (a save_to_disk folder's data) whose buffers are zstd-compressed spaces."""
     import pyarrow as pa

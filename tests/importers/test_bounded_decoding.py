@@ -91,6 +91,7 @@ def test_garbage_after_the_parquet_magic_is_an_error_naming_the_file():
         ("train.jsonl.gz", bombs.gzip_bomb, "the file inflates more than 200 times"),
         ("data-00000-of-00001.arrow", bombs.arrow_bomb, "the file inflates more than 200 times"),
         ("train.parquet", bombs.parquet_bomb, "the file inflates more than 200 times"),
+        ("train.zip", bombs.zip_bomb, "member train.jsonl inflates more than 200 times"),
     ],
 )
 def test_a_dataset_folder_bomb_is_stopped_before_datasets_reads_it(tmp_path: Path, name, make, reason):

@@ -434,11 +434,7 @@ def _check_zip(file: Path, name: str) -> None:
         with zipfile.ZipFile(file) as archive:
             for info in archive.infolist():
                 with archive.open(info) as member:
-                    size = 0
-                    while chunk := member.read(limits.MB):
-                        size += len(chunk)
-                        budget.check(size, info.compress_size, f"member {info.filename}")
-                    budget.spend(size)
+                    budget.drain(member, info.compress_size, f"member {info.filename}")
     except zipfile.BadZipFile as exc:
         raise TraceFormatError(f"not a readable zip archive ({exc})", file=name) from None
 

@@ -136,14 +136,13 @@ class DecodeBudget:
         self.spend(size)
         return b"".join(chunks)
 
-    def drain(self, stream: Any, compressed: int | Any, what: str) -> int:
-        """Decode a stream to its end without keeping it (a dataset's compressed file, checked before the
-        reader that keeps it is let in); `compressed` may be a callable giving the compressed bytes read so
-        far. Returns the decoded size."""
+    def drain(self, stream: Any, compressed: int, what: str) -> int:
+        """A decoding stream decoded to its end without keeping it (a dataset's compressed data, checked
+        before the reader that keeps it is let in); returns the decoded size."""
         size = 0
         while chunk := stream.read(MB):
             size += len(chunk)
-            self.check(size, compressed() if callable(compressed) else compressed, what)
+            self.check(size, compressed, what)
         self.spend(size)
         return size
 
