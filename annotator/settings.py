@@ -151,6 +151,8 @@ IMPORT_MAX_VALUE_MB = envint("IMPORT_MAX_VALUE_MB", 32)
 IMPORT_MAX_RECORD_MB = envint("IMPORT_MAX_RECORD_MB", 64)
 IMPORT_MAX_ARCHIVE_MB = envint("IMPORT_MAX_ARCHIVE_MB", 2048)
 IMPORT_MAX_ZIP_RATIO = envint("IMPORT_MAX_ZIP_RATIO", 200)
+# A hard ceiling on the memory one import may add to its process (0: none), whatever decodes.
+IMPORT_MAX_MEMORY_MB = envint("IMPORT_MAX_MEMORY_MB", 2048)
 
 REDIS_URL = envstr("REDIS_URL")
 # The cache is an accelerator, never a dependency: with Redis down every call answers "no cache" within

@@ -18,4 +18,5 @@ class TracesConfig(AppConfig):
             max_record_bytes=settings.IMPORT_MAX_RECORD_MB * mb,
             max_archive_bytes=settings.IMPORT_MAX_ARCHIVE_MB * mb,
             max_zip_ratio=settings.IMPORT_MAX_ZIP_RATIO,
+            max_memory_bytes=settings.IMPORT_MAX_MEMORY_MB * mb,
         )

@@ -60,7 +60,13 @@ class _Pool(multiprocessing.pool.Pool):
 
 
 def start(workers: int | None = None):
-    return _Pool(workers or min(os.cpu_count() or 1, 2), context=multiprocessing.get_context("fork"))
+    pool = _Pool(workers or min(os.cpu_count() or 1, 2), context=multiprocessing.get_context("fork"))
+    pool.first_workers = _worker_pids(pool)
+    return pool
+
+
+def _worker_pids(pool) -> frozenset[int]:
+    return frozenset(process.pid for process in pool._pool)
 
 
 def events(
@@ -77,17 +83,31 @@ def events(
     for item in _tasks(pool, files, fmt, keep_annotations, on_read):
         queue.append(item)
         if len(queue) >= IN_FLIGHT:
-            yield from _results(queue.popleft())
+            yield from _results(queue.popleft(), pool)
     while queue:
-        yield from _results(queue.popleft())
+        yield from _results(queue.popleft(), pool)
 
 
-def _results(item) -> Iterator[tuple[str, int, object]]:
+WORKER_LOST = (
+    "a worker process reading this file stopped without an answer (killed, or out of memory under "
+    "IMPORT_MAX_MEMORY_MB); nothing was imported"
+)
+
+
+def _results(item, pool) -> Iterator[tuple[str, int, object]]:
     kind, value = item
     if kind == "ready":
         yield from value
-    else:
-        yield from value.get()
+        return
+    result, i = value
+    # A worker that dies (killed, or crashed by an allocation its code could not survive) is replaced by the
+    # pool, and its task is never answered: waiting on it would hang the import for ever.
+    while not result.ready():
+        result.wait(1.0)
+        if not result.ready() and _worker_pids(pool) != getattr(pool, "first_workers", _worker_pids(pool)):
+            yield "error", i, WORKER_LOST
+            return
+    yield from result.get()
 
 
 def _tasks(pool, files, fmt, keep, on_read):
@@ -98,7 +118,7 @@ def _tasks(pool, files, fmt, keep, on_read):
     def send_batch():
         nonlocal batch, batch_bytes
         job, batch, batch_bytes = batch, [], 0
-        return "async", pool.apply_async(run_files, (job, fmt, keep))
+        return "async", (pool.apply_async(run_files, (job, fmt, keep)), job[0][0])
 
     for i, (path, name, size) in enumerate(files):
         if size > PIECE_BYTES:
@@ -142,8 +162,8 @@ def _streamed(i, path, name, head, fmt, keep, on_read) -> Iterator[tuple[str, in
             for record in importers.guarded(importers.parse_file(raw, name, head, fmt), name):
                 count += 1
                 yield "trace", i, prepare(record, fmt, name, copy_text=True, keep_annotations=keep)
-    except TraceFormatError as error:
-        yield "error", i, str(error)
+    except (TraceFormatError, MemoryError) as error:
+        yield "error", i, str(file_error(error, name))
         return
     on_read(i, path.stat().st_size)
     yield "end", i, count
@@ -162,12 +182,7 @@ def _pieces(pool, i, path, name, head, fmt, keep, on_read):
             read += len(line)
             if len(line) > cap and not line.endswith(b"\n"):
                 if lines:
-                    yield (
-                        "async",
-                        pool.apply_async(
-                            run_lines, (i, fmt, name, b"".join(lines), first_line, first_record, keep)
-                        ),
-                    )
+                    yield _piece(pool, i, fmt, name, lines, first_line, first_record, keep)
                 error = TraceFormatError(
                     str(limits.record_too_large(0, limits.current())), file=name, line=line_no
                 )
@@ -181,19 +196,11 @@ def _pieces(pool, i, path, name, head, fmt, keep, on_read):
                 record_no += 1
             if size >= PIECE_BYTES or record_no - first_record + 1 >= PIECE_TRACES:
                 on_read(i, read)
-                yield (
-                    "async",
-                    pool.apply_async(
-                        run_lines, (i, fmt, name, b"".join(lines), first_line, first_record, keep)
-                    ),
-                )
+                yield _piece(pool, i, fmt, name, lines, first_line, first_record, keep)
                 lines, size = [], 0
     on_read(i, read)
     if lines:
-        yield (
-            "async",
-            pool.apply_async(run_lines, (i, fmt, name, b"".join(lines), first_line, first_record, keep)),
-        )
+        yield _piece(pool, i, fmt, name, lines, first_line, first_record, keep)
     if record_no == 0:
         try:
             list(importers.require_records([], name, fmt, head))
@@ -201,6 +208,21 @@ def _pieces(pool, i, path, name, head, fmt, keep, on_read):
             yield "ready", [("error", i, str(error))]
             return
     yield "ready", [("end", i, record_no)]
+
+
+def file_error(error: TraceFormatError | MemoryError, name: str) -> TraceFormatError:
+    """A file's error as the import reports it: a MemoryError (the import's memory ceiling, or the host's
+    memory, reached while decoding) names the file and the ceiling instead of ending the import unexplained."""
+    if isinstance(error, TraceFormatError):
+        return error
+    return TraceFormatError(limits.out_of_memory(), file=name)
+
+
+def _piece(pool, i, fmt, name, lines, first_line, first_record, keep):
+    return "async", (
+        pool.apply_async(run_lines, (i, fmt, name, b"".join(lines), first_line, first_record, keep)),
+        i,
+    )
 
 
 def run_lines(i, fmt, name, payload, first_line, first_record, keep) -> list[tuple[str, int, object]]:
@@ -227,10 +249,10 @@ def run_lines(i, fmt, name, payload, first_line, first_record, keep) -> list[tup
             importers.check_size(record, name)
             sized = True
             out.append(("trace", i, prepare(record, fmt, name, copy_text=True, keep_annotations=keep)))
-    except TraceFormatError as error:
+    except (TraceFormatError, MemoryError) as error:
         if sized and record is not None:
             out.append(("unique?", i, (record.external_id, record.line_no, record.record_no)))
-        out.append(("error", i, str(error)))
+        out.append(("error", i, str(file_error(error, name))))
     return out
 
 
@@ -255,6 +277,10 @@ def run_files(job: list[tuple[int, Path, str]], fmt: str | None, keep: bool) -> 
                     )
         except TraceFormatError as error:
             out += [*traces, ("error", i, str(error))]
+            continue
+        except MemoryError as error:
+            traces.clear()  # the file fails: what it decoded so far goes before the error is reported
+            out.append(("error", i, str(file_error(error, name))))
             continue
         out += [*traces, ("end", i, len(traces))]
     return out

@@ -19,7 +19,7 @@ from django.db import connection, transaction
 from django.db.models import F, QuerySet
 
 from traces import batching, chunks, import_pool, importers
-from traces.importers import storable
+from traces.importers import limits, storable
 from traces.importers.records import AnnotationRecord, TraceFormatError, TraceRecord
 from traces.models import Batch
 from traces.rows import content_hash as content_hash
@@ -157,7 +157,8 @@ def do_import_files(
     total_before = 0
     scope = Batch.objects.all() if scope is None else scope
     try:
-        with transaction.atomic():
+        # Under a memory ceiling of the import's own (IMPORT_MAX_MEMORY_MB; the pool's workers inherit it).
+        with limits.memory_ceiling(), transaction.atomic():
             target = batching.ImportTarget(
                 name=batch_name,
                 user=user,
@@ -201,8 +202,8 @@ def do_import_files(
                             progress,
                             source_options,
                         )
-                    except TraceFormatError as error:
-                        file_result.error = storable.shown(str(error))
+                    except (TraceFormatError, MemoryError) as error:
+                        file_result.error = storable.shown(str(import_pool.file_error(error, name)))
                         failed = True
                     total_before += size or 0
                 if failed:
@@ -254,8 +255,8 @@ def _validate_only(
         with _records(path, name, file_result.format, None, options) as records:
             for _ in records:
                 pass
-    except TraceFormatError as error:
-        file_result.error = storable.shown(str(error))
+    except (TraceFormatError, MemoryError) as error:
+        file_result.error = storable.shown(str(import_pool.file_error(error, name)))
 
 
 def _detect(path: Path | str, name: str) -> str:

@@ -157,8 +157,8 @@ def test_iteration_is_streamed_not_loaded_whole(tmp_path):
     fresh interpreter: tracemalloc counts every thread, and a test session has others (the live server)."""
     folder = tmp_path / "big"
     folder.mkdir()
-    text = "x" * 4000
-    rows = [{"id": f"r{i}", "steps": [text]} for i in range(3000)]
+    # Text that does not compress hundreds of times (that would be refused as a decompression bomb).
+    rows = [{"id": f"r{i}", "steps": [os.urandom(200).hex() * 10]} for i in range(3000)]
     _dataset(rows).to_parquet(str(folder / "train.parquet"), batch_size=200)
     del rows
     warm = tmp_path / "warm"

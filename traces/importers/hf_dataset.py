@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, BinaryIO
 
 from ._chat import chat_steps, first_text
-from ._hf_rows import HF_PREFIX, column_names, open_dataset, source_error
+from ._hf_rows import HF_PREFIX, column_names, open_dataset, parquet_rows, source_error
 from ._util import Ctx, as_float, compact, text_of
 from .limits import json_loads
 from .native import STEP_KEYS
@@ -50,24 +50,16 @@ def sniff(head: bytes, filename: str) -> bool:
 
 
 def parse(stream: BinaryIO, filename: str) -> Iterator[TraceRecord]:
-    """One parquet file, row group by row group, with the guessed column mapping."""
+    """One parquet file, a bounded batch of rows at a time (_hf_rows.parquet_rows), with the guessed column
+    mapping."""
     import pyarrow.parquet as pq
 
     try:
-        parquet = pq.ParquetFile(stream)
+        names = pq.ParquetFile(stream).schema_arrow.names
     except Exception as error:
         raise TraceFormatError(f"not a readable parquet file: {error}", file=filename) from error
-    names = parquet.schema_arrow.names
     columns = resolve_columns({}, names, filename)
-
-    def rows() -> Iterator[dict]:
-        try:
-            for batch in parquet.iter_batches(batch_size=64):
-                yield from batch.to_pylist()
-        except Exception as error:
-            raise TraceFormatError(f"unreadable parquet data: {error}", file=filename) from error
-
-    yield from records_from_rows(rows(), columns, filename)
+    yield from records_from_rows(parquet_rows(stream, filename), columns, filename)
 
 
 def parse_source(

@@ -13,6 +13,7 @@ import re
 import shutil
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
@@ -26,6 +27,9 @@ FORMAT = "inspect_ai"
 LABEL = "Inspect AI eval log (.json or .eval)"
 
 ZIP_MAGIC = b"PK\x03\x04"
+# What a damaged archive raises from zipfile (a bad CRC, a truncated member, an unknown version or method,
+# a corrupt deflate stream).
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError)
 _SAMPLE_NAME = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
 _VALUE_SCORES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 
@@ -80,11 +84,11 @@ def _parse_zip(first: bytes, stream: BinaryIO, filename: str) -> Iterator[TraceR
         tmp.seek(0)
         try:
             zf = zipfile.ZipFile(tmp)
-        except zipfile.BadZipFile as exc:
+        except _ZIP_ERRORS as exc:
             raise TraceFormatError(f"not a valid .eval archive ({exc})", file=filename) from None
         with zf:
             names = zf.namelist()
-            budget = _Budget(limits.current())
+            budget = limits.DecodeBudget(container="the archive")
             eval_spec: dict = {}
             if "header.json" in names:
                 data = _read_member(zf, "header.json", budget, filename, 1)
@@ -99,49 +103,18 @@ def _parse_zip(first: bytes, stream: BinaryIO, filename: str) -> Iterator[TraceR
                 yield sample_record(sample, eval_spec, Ctx(f"{filename}:{name}", record=n), n)
 
 
-class _Budget:
-    """Uncompressed bytes the archive may still inflate to: a zip bomb stops at the cap, not at the end."""
-
-    def __init__(self, bounds: limits.Limits) -> None:
-        self.limits = bounds
-        self.left = bounds.max_archive_bytes
-
-
-def _read_member(zf: zipfile.ZipFile, name: str, budget: _Budget, filename: str, n: int) -> bytes:
-    """One member, read as a stream and never past the smallest of: the record limit, what the archive
-    may still inflate to, and the compression-ratio cap. The sizes in the zip's directory are only
-    claims, so the bytes actually inflated are counted too."""
-    bounds = budget.limits
+def _read_member(zf: zipfile.ZipFile, name: str, budget: limits.DecodeBudget, filename: str, n: int) -> bytes:
+    """One member, read as a stream through the archive's decode budget (never past the record limit, what
+    the archive may still inflate to, or the compression-ratio cap; the sizes in the zip's directory are only
+    claims)."""
     info = zf.getinfo(name)
-    by_ratio = max(info.compress_size, 1) * bounds.max_zip_ratio
-    cap = min(bounds.max_record_bytes, budget.left, max(by_ratio, 64 * 1024))
-    where = f"{filename}:{name}"
     try:
         with zf.open(info) as member:
-            chunks, size = [], 0
-            while chunk := member.read(min(1024 * 1024, cap + 1 - size)):
-                chunks.append(chunk)
-                size += len(chunk)
-                if size > cap:
-                    raise TraceFormatError(_too_big(cap, by_ratio, budget, bounds), file=where, record=n)
-    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
+            return budget.read(member, info.compress_size, "member", budget.limits.max_record_bytes)
+    except limits.LimitExceeded as exc:
+        raise TraceFormatError(str(exc), file=f"{filename}:{name}", record=n) from None
+    except _ZIP_ERRORS as exc:
         raise TraceFormatError(f"cannot read {name} ({exc})", file=filename, record=n) from None
-    budget.left -= size
-    return b"".join(chunks)
-
-
-def _too_big(cap: int, by_ratio: int, budget: _Budget, bounds: limits.Limits) -> str:
-    if cap == by_ratio:
-        return (
-            f"member inflates more than {bounds.max_zip_ratio} times its compressed size "
-            "(a zip bomb?; limit IMPORT_MAX_ZIP_RATIO)"
-        )
-    if cap == budget.left:
-        return (
-            f"the archive inflates to more than {bounds.max_archive_bytes // limits.MB} MB "
-            "(limit IMPORT_MAX_ARCHIVE_MB)"
-        )
-    return str(limits.record_too_large(0, bounds))
 
 
 def score_outcome(scores: Any) -> tuple[str, float | None]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -31,7 +32,8 @@ class Limits:
     max_value_bytes: int = 32 * MB  # one string (or number) in the input
     max_record_bytes: int = 64 * MB  # one record (a JSONL line, a zip member, a trace row as JSON)
     max_archive_bytes: int = 2048 * MB  # all members of one zip archive, uncompressed
-    max_zip_ratio: int = 200  # uncompressed / compressed size of one zip member
+    max_zip_ratio: int = 200  # decoded / compressed size of one zip member, compressed file or parquet file
+    max_memory_bytes: int = 0  # memory an import may add to its process (0: no ceiling)
 
 
 _limits = Limits()
@@ -82,6 +84,133 @@ def record_too_large(size: int, limits: Limits) -> LimitExceeded:
         f"record is larger than {_mb(limits.max_record_bytes)} "
         f"({_mb(size) if size else 'at least that'}; limit IMPORT_MAX_RECORD_MB)"
     )
+
+
+# Below this many decoded bytes the ratio is not checked: a tiny member or file compresses any way it likes.
+RATIO_FLOOR = 64 * 1024
+
+
+class DecodeBudget:
+    """Decoded bytes one container (a zip archive, a compressed file, a parquet file) may still produce.
+
+    The one bounded reader under every codec: whatever decodes (zip members, gzip/bz2/xz streams, parquet and
+    Arrow column data) counts its decoded bytes here *as they come*, against the compressed size it read them
+    from, so a bomb stops at the cap rather than at its end and before the values are materialised. Caps:
+    all decoded bytes of the container (IMPORT_MAX_ARCHIVE_MB), one piece (IMPORT_MAX_RECORD_MB, for a zip
+    member) and the ratio of decoded to compressed bytes (IMPORT_MAX_ZIP_RATIO, above RATIO_FLOOR).
+    """
+
+    def __init__(self, limits: Limits | None = None, container: str = "the file") -> None:
+        self.limits = limits or _limits
+        self.left = self.limits.max_archive_bytes
+        self.container = container  # what the archive cap's error names
+
+    def ratio_cap(self, compressed: int) -> int:
+        return max(max(compressed, 1) * self.limits.max_zip_ratio, RATIO_FLOOR)
+
+    def check(self, decoded: int, compressed: int, what: str = "the file") -> None:
+        """`decoded` bytes so far came out of `compressed` bytes, and use up the budget's remainder."""
+        if decoded > self.ratio_cap(compressed):
+            raise too_compressed(what, self.limits)
+        if decoded > self.left:
+            raise archive_too_large(self.container, self.limits)
+
+    def spend(self, decoded: int) -> None:
+        self.left -= decoded
+
+    def read(self, stream: Any, compressed: int, what: str, piece_cap: int | None = None) -> bytes:
+        """A decoding stream read whole, never past the smallest cap (see the class doc); the stream's own
+        claims of size are not trusted, the bytes actually decoded are counted."""
+        by_ratio = self.ratio_cap(compressed)
+        cap = min(self.left if piece_cap is None else piece_cap, self.left, by_ratio)
+        chunks, size = [], 0
+        while chunk := stream.read(min(MB, cap + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > cap:
+                if cap == by_ratio:
+                    raise too_compressed(what, self.limits)
+                if cap == self.left:
+                    raise archive_too_large(self.container, self.limits)
+                raise record_too_large(0, self.limits)
+        self.spend(size)
+        return b"".join(chunks)
+
+    def drain(self, stream: Any, compressed: int, what: str) -> int:
+        """A decoding stream decoded to its end without keeping it (a dataset's compressed data, checked
+        before the reader that keeps it is let in); returns the decoded size."""
+        size = 0
+        while chunk := stream.read(MB):
+            size += len(chunk)
+            self.check(size, compressed, what)
+        self.spend(size)
+        return size
+
+
+def too_compressed(what: str, limits: Limits) -> LimitExceeded:
+    return LimitExceeded(
+        f"{what} inflates more than {limits.max_zip_ratio} times its compressed size "
+        "(a decompression bomb?; limit IMPORT_MAX_ZIP_RATIO)"
+    )
+
+
+def archive_too_large(what: str, limits: Limits) -> LimitExceeded:
+    return LimitExceeded(
+        f"{what} inflates to more than {_mb(limits.max_archive_bytes)} (limit IMPORT_MAX_ARCHIVE_MB)"
+    )
+
+
+def out_of_memory(limits: Limits | None = None) -> str:
+    """The reason an import fails with when it reaches its memory ceiling (see memory_ceiling)."""
+    bounds = limits or _limits
+    if bounds.max_memory_bytes > 0:
+        return (
+            f"the import needed more than {_mb(bounds.max_memory_bytes)} of memory while decoding this file "
+            "and was stopped (it ran out of memory under IMPORT_MAX_MEMORY_MB); nothing was imported"
+        )
+    return "the import ran out of memory while decoding this file and was stopped; nothing was imported"
+
+
+def _data_bytes() -> int:
+    """The process's private writable memory (VmData): what RLIMIT_DATA limits."""
+    with open("/proc/self/status", "rb") as status:
+        for line in status:
+            if line.startswith(b"VmData:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+@contextmanager
+def memory_ceiling(limits: Limits | None = None) -> Iterator[None]:
+    """Run an import under a hard memory ceiling of its own: the process (and the workers it forks, which
+    inherit it) may take at most `max_memory_bytes` more private memory than it holds now.
+
+    RLIMIT_DATA rather than RLIMIT_AS: since Linux 4.7 it counts every private writable mapping (the heap,
+    mimalloc's and jemalloc's arenas, thread stacks) but not the address space that glibc's per-thread arenas
+    and pyarrow's pools only reserve, nor memory-mapped files, so the same ceiling holds whatever the number of
+    threads. Past it, allocations fail: Python raises MemoryError and pyarrow ArrowMemoryError, which the
+    import turns into an error naming the file (see out_of_memory). The bounded readers stop known bombs long
+    before; this is for the codec nobody thought of. Nested calls keep the lower (outer) ceiling; elsewhere
+    than Linux it does nothing.
+    """
+    bounds = limits or _limits
+    if bounds.max_memory_bytes <= 0 or not sys.platform.startswith("linux"):
+        yield
+        return
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    ceiling = _data_bytes() + bounds.max_memory_bytes
+    if hard != resource.RLIM_INFINITY:
+        ceiling = min(ceiling, hard)
+    if soft != resource.RLIM_INFINITY and soft <= ceiling:
+        yield  # already under a ceiling at least as low
+        return
+    resource.setrlimit(resource.RLIMIT_DATA, (ceiling, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
 
 
 _TOKENS = re.compile(rb'\\[\s\S]?|"|[\[\]{}]')  # a lone backslash ends a piece
