@@ -90,7 +90,9 @@ _GOLD_STEP = r"""CROSS JOIN LATERAL jsonb_array_elements(
     CROSS JOIN LATERAL (SELECT CASE WHEN jsonb_typeof(e.value -> 'step') = 'number'
                                          AND (e.value ->> 'step') ~ '^-?[0-9]+$'
                                     THEN (e.value ->> 'step')::bigint END AS step) p"""
-_GOLD_AGENT = "COALESCE((SELECT st.agent FROM traces_step st WHERE st.trace_id = i.trace_id AND st.index = p.step), '')"
+_GOLD_AGENT = (
+    "COALESCE((SELECT st.agent FROM traces_step st WHERE st.trace_id = i.trace_id AND st.index = p.step), '')"
+)
 
 GOLD_AGENTS = f"""
     INSERT INTO annotator_agentname (name)
