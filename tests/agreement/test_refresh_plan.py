@@ -10,7 +10,7 @@ from importlib import import_module
 import pytest
 from django.db import connection
 
-from annotator.models import Annotation, Assignment, LabelApplication
+from annotator.models import AdjudicationItem, Annotation, Assignment, GoldLabel, LabelApplication
 from taxonomy.models import FailureMode
 from tests.services import missing
 from traces.models import Batch, Trace
@@ -35,6 +35,18 @@ def _nested_loops_over(node: dict, relation: str, inner: bool = False) -> list[d
 
 def _node_types(node: dict) -> set[str]:
     return {node["Node Type"]}.union(*(_node_types(child) for child in node.get("Plans", [])))
+
+
+def _plan(cursor, query: str, ids: list[int]) -> dict:
+    """The plan of one of a refresh's bulk statements, made as EXECUTE makes it: with the list at hand, and
+    with the tables as they are (not analyzed since the writes, as after a bulk load)."""
+    cursor.execute("EXPLAIN (FORMAT JSON) " + query.replace("{ids}", "unnest(%s::bigint[])"), [ids])
+    return cursor.fetchone()[0][0]["Plan"]
+
+
+def _executed_by(cursor, function: str, query: str) -> bool:
+    cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = %s", [function])
+    return f"EXECUTE $q${query.replace('{ids}', 'unnest($1)')}$q$ USING ids" in cursor.fetchone()[0]
 
 
 def _fifty_thousand_annotations(project, mast, users) -> list[int]:
@@ -77,13 +89,44 @@ def test_a_refresh_of_fifty_thousand_annotations_reads_their_list_once(
         )
         assert cursor.fetchone() == (50_000, len(ids[::3]) * 2 * (8 + 2 * 16))
 
-        # The statement the refresh EXECUTEs for a list this long, planned as EXECUTE plans it: with the
-        # list at hand, and with the tables as they are (not analyzed since the writes, as after a bulk load).
-        bulk = _refresh.LABEL_QUERY.replace("{ids}", "unnest($1)")
-        cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = 'annotator_labelsummary_refresh'")
-        assert f"EXECUTE $q${bulk}$q$ USING ids" in cursor.fetchone()[0]
-        cursor.execute("EXPLAIN (FORMAT JSON) " + bulk.replace("unnest($1)", "unnest(%s::bigint[])"), [ids])
-        plan = cursor.fetchone()[0][0]["Plan"]
+        # The statement the refresh EXECUTEs for a list this long.
+        assert _executed_by(cursor, "annotator_labelsummary_refresh", _refresh.LABEL_QUERY)
+        plan = _plan(cursor, _refresh.LABEL_QUERY, ids)
 
     assert _nested_loops_over(plan, "unnest") == []
     assert "Materialize" not in _node_types(plan)
+
+
+def test_a_refresh_of_five_thousand_gold_items_reads_their_list_once(project, mast):
+    """The gold summary's refresh (the agent names, then the rows) is built the same way."""
+    if connection.vendor != "postgresql":
+        missing("PostgreSQL", "Set DATABASE_URL=postgres://postgres@127.0.0.1:5432/annotator to run on it.")
+    batch = Batch.objects.create(name="gold", trace_count=5_000)
+    project.batches.add(batch)
+    traces = Trace.objects.bulk_create(
+        Trace(batch=batch, external_id=f"t{i}", content_hash=f"{i:064x}") for i in range(5_000)
+    )
+    items = AdjudicationItem.objects.bulk_create(
+        AdjudicationItem(project=project, trace=trace) for trace in traces
+    )
+    modes = list(FailureMode.objects.filter(version=mast).order_by("order")[:2])
+    GoldLabel.objects.bulk_create(  # one statement: its trigger refreshes the 5,000 items at once
+        GoldLabel(item=item, mode=mode, source=GoldLabel.Source.ADJUDICATOR, evidence=[{"step": 2}])
+        for item in items
+        for mode in modes
+    )
+    ids = [item.pk for item in items]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), sum(length(body)) FROM annotator_goldsummary WHERE project_id = %s",
+            [project.pk],
+        )
+        assert cursor.fetchone() == (5_000, 5_000 * 2 * (8 + 24))
+        plans = []
+        for query in (_refresh.GOLD_AGENTS, _refresh.GOLD_QUERY):
+            assert _executed_by(cursor, "annotator_goldsummary_refresh", query)
+            plans.append(_plan(cursor, query, ids))
+
+    for plan in plans:
+        assert _nested_loops_over(plan, "unnest") == []
+        assert "Materialize" not in _node_types(plan)
