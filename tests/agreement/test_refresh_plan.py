@@ -1,5 +1,5 @@
 """A statement that writes tens of thousands of annotations refreshes their label summary in time linear in
-their number (issue 32, part 3; migration 0025): the refresh's plan never runs a nested loop over the list of
+their number (issue 32, part 3; migration 0027): the refresh's plan never runs a nested loop over the list of
 annotations, whatever the planner guesses about that list (0020's refresh guessed 200 rows and, past about
 20,000 annotations, joined the list with its own label aggregates in a nested loop: 149 s at 58,819)."""
 
@@ -18,7 +18,7 @@ from traces.models import Batch, Trace
 pytestmark = pytest.mark.postgres
 
 N_TRACES = 25_000  # two annotators each: 50,000 annotations
-_refresh = import_module("annotator.migrations.0025_summary_refresh_per_row")
+_refresh = import_module("annotator.migrations.0027_summary_refresh_per_row")
 
 
 def _nested_loops_over(node: dict, relation: str, inner: bool = False) -> list[dict]:

@@ -220,7 +220,7 @@ def _run(apps, schema_editor, forward: bool) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("annotator", "0024_summary_refresh_plans")]
+    dependencies = [("annotator", "0026_drop_empty_imported_annotations")]
 
     operations = [
         migrations.RunPython(
