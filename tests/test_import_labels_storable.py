@@ -227,6 +227,5 @@ def test_two_primary_labels_inside_a_trace_file_fail_the_trace_import_by_name(tm
     path.write_text(json.dumps({**trace, "annotations": [{"annotator": "a1", "labels": labels}]}) + "\n")
     with pytest.raises(CommandError) as raised:
         call_command("import_traces", str(path), batch="runs", project=project.slug)
-    # This path names the trace, not the file and record (annotator.services.imports._incoming sets no `where`).
-    assert "labels: trace 'run-1': annotator 'a1' marks 2 labels primary" in str(raised.value)
+    assert "runs.jsonl, trace 'run-1': annotator 'a1' marks 2 labels primary" in str(raised.value)
     assert not Trace.objects.exists() and nothing_written()

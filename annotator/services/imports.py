@@ -108,7 +108,7 @@ def _incoming(result: ImportResult, sources: Mapping[str, str]):
         voted = voted_modes(fmt, trace.answer_key) if fmt in PER_MODE_VOTE_FORMATS else None
         for record in records:
             yield IncomingAnnotation(
-                trace=trace, record=record, where=f"trace {external_id!r}", source=source, voted=voted
+                trace=trace, record=record, where=f"{name}, trace {external_id!r}", source=source, voted=voted
             )
 
 
