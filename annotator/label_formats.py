@@ -72,8 +72,11 @@ def _line(obj: object, filename: str, line: int) -> LabelLine:
         if not isinstance(obj.get(key, False), bool):
             raise _fail(filename, line, key, "expected true or false")
     confidence = obj.get("confidence")
-    if confidence is not None and (not isinstance(confidence, int) or not 1 <= confidence <= 5):
+    if confidence is not None and (
+        not isinstance(confidence, int) or isinstance(confidence, bool) or not 1 <= confidence <= 5
+    ):
         raise _fail(filename, line, "confidence", "expected an integer from 1 to 5")
+    _check_note(obj.get("note"), filename, line, "note")
     return LabelLine(
         trace=str(obj["trace"]),
         annotation=AnnotationRecord(
@@ -81,11 +84,17 @@ def _line(obj: object, filename: str, line: int) -> LabelLine:
             labels=[_label(item, filename, line, i) for i, item in enumerate(labels)],
             ambiguous=obj.get("ambiguous", False),
             no_failure=obj.get("no_failure", False),
-            note=str(obj.get("note") or ""),
+            note=obj.get("note") or "",
         ),
         confidence=confidence,
         line=line,
     )
+
+
+def _check_note(note: object, filename: str, line: int, path: str) -> None:
+    # A note of another type would be stored as Python's text of it ("{'a': 1}"): refused, not invented.
+    if note is not None and not isinstance(note, str):
+        raise _fail(filename, line, path, "expected a string or null")
 
 
 def _label(item: object, filename: str, line: int, i: int) -> LabelRecord:
@@ -102,6 +111,7 @@ def _label(item: object, filename: str, line: int, i: int) -> LabelRecord:
         raise _fail(filename, line, f"{path}.steps", "expected a list of step numbers")
     if not isinstance(item.get("primary", False), bool):
         raise _fail(filename, line, f"{path}.primary", "expected true or false")
+    _check_note(item.get("note"), filename, line, f"{path}.note")
     return LabelRecord(
         mode=item["mode"],
         steps=steps,

@@ -229,3 +229,22 @@ def test_two_primary_labels_inside_a_trace_file_fail_the_trace_import_by_name(tm
         call_command("import_traces", str(path), batch="runs", project=project.slug)
     assert "runs.jsonl, trace 'run-1': annotator 'a1' marks 2 labels primary" in str(raised.value)
     assert not Trace.objects.exists() and nothing_written()
+
+
+@pytest.mark.parametrize(
+    ("record", "field"),
+    [
+        ({"note": {"a": 1}}, "note"),
+        ({"labels": [{"mode": "FM-1.3", "note": ["why"]}]}, "labels[0].note"),
+        ({"confidence": True}, "confidence"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_refused_rather_than_stored_as_its_python_text(
+    tmp_path, project, record, field
+):
+    """A note given as an object was stored as "{'a': 1}", and a confidence of true as 1: invented text."""
+    traces_in(project)
+    body = {"trace": "t0", "annotator": "a1", "labels": [{"mode": "FM-1.3"}], **record}
+    message = cli_error(project, labels_file(tmp_path, body))
+    assert "labels.jsonl" in message and "line 1" in message and field in message
+    assert nothing_written()

@@ -267,8 +267,7 @@ def expected(project, body: bytes, ignore: bool) -> dict:
             labels[mode.code] = (
                 label.get("primary", False),
                 sorted(label.get("steps", [])),
-                # A note of another type is stored as its text (the JSONL reader keeps it, TextField str()s it).
-                str(label.get("note") or ""),
+                label.get("note") or "",  # a note of another type fails the import
                 attribution or {},
             )
         no_failure = record.get("no_failure", False)
@@ -282,7 +281,7 @@ def expected(project, body: bytes, ignore: bool) -> dict:
             continue  # the first is kept; a different one would have failed the import
         confidence = record.get("confidence")
         out[key] = (
-            str(record.get("note") or ""),
+            record.get("note") or "",
             record.get("ambiguous", False),
             no_failure and not labels,
             None if confidence is None else int(confidence),
