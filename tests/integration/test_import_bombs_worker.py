@@ -5,10 +5,9 @@ imports the next file."""
 from __future__ import annotations
 
 import pytest
-from django.core.files.uploadedfile import SimpleUploadedFile
 
 from tests import bombs
-from tests.integration.test_import_worker import wait_for_job
+from tests.integration.test_import_worker import queue_files, wait_for_job
 from tests.services import require_worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -18,20 +17,12 @@ def test_the_parquet_bomb_fails_its_job_on_a_worker_and_the_next_import_succeeds
     require_worker()
     from celery import current_app
 
-    from annotator.services.uploads import do_queue_import
     from traces.models import Trace
 
     assert not current_app.conf.task_always_eager
 
     def queue(name: str, body: bytes):
-        return do_queue_import(
-            project,
-            batch_name=f"batch-{name}",
-            fmt="",
-            files=[SimpleUploadedFile(name, body)],
-            user=owner,
-            ignore_unknown_modes=False,
-        )
+        return queue_files(project, owner, f"batch-{name}", {name: body})
 
     failed = wait_for_job(queue("bomb.parquet", bombs.parquet_bomb()).pk)
     assert failed.status == "failed"

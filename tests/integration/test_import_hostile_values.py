@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.core.files.uploadedfile import SimpleUploadedFile
 
-from tests.integration.test_import_worker import wait_for_job
+from tests.integration.test_import_worker import queue_files, wait_for_job
 from tests.services import require_worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -21,19 +20,11 @@ def jsonl(*records: dict) -> bytes:
 
 def test_unstorable_strings_and_ids_across_files_fail_their_jobs_by_name(project, owner):
     require_worker()
-    from annotator.services.uploads import do_queue_import
     from traces.models import Trace
 
     def queue(batch: str, **files: bytes):
-        job = do_queue_import(
-            project,
-            batch_name=batch,
-            fmt="",
-            files=[SimpleUploadedFile(name.replace("_", "."), body) for name, body in files.items()],
-            user=owner,
-            ignore_unknown_modes=False,
-        )
-        return wait_for_job(job.pk)
+        named = {name.replace("_", "."): body for name, body in files.items()}
+        return wait_for_job(queue_files(project, owner, batch, named).pk)
 
     step = {"kind": "tool_call", "content": "c", "tool_name": "run", "tool_args": {"a\x00b": 1}}
     nul = queue("nul", run_jsonl=jsonl({"id": "ok", "steps": []}, {"id": "x", "steps": [step]}))

@@ -30,6 +30,20 @@ def wait_for_job(job_id: int, timeout: float = 60.0):
     raise AssertionError(f"import job {job_id} did not finish in time")
 
 
+def queue_files(project, owner, batch_name: str, files: dict[str, bytes]):
+    """Queue an upload of `files` (name -> bytes) as the import page does; the worker takes it."""
+    from annotator.services.uploads import do_queue_import
+
+    return do_queue_import(
+        project,
+        batch_name=batch_name,
+        fmt="",
+        files=[SimpleUploadedFile(name, body) for name, body in files.items()],
+        user=owner,
+        ignore_unknown_modes=False,
+    )
+
+
 def zip_bomb() -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zf:
@@ -45,8 +59,6 @@ def test_hostile_files_fail_their_jobs_and_the_worker_imports_the_next_one(proje
     require_worker()
     from celery import current_app
 
-    from annotator.services.uploads import do_queue_import
-
     assert not current_app.conf.task_always_eager
     deep = "[" * 100_000 + "]" * 100_000
     hostile = {
@@ -61,14 +73,7 @@ def test_hostile_files_fail_their_jobs_and_the_worker_imports_the_next_one(proje
     good = "".join(line + "\n" for line in native_lines(synthetic_traces(3, steps=2))).encode()
 
     def queue(name: str, body: bytes):
-        return do_queue_import(
-            project,
-            batch_name=f"batch-{name}",
-            fmt="",
-            files=[SimpleUploadedFile(name, body)],
-            user=owner,
-            ignore_unknown_modes=False,
-        )
+        return queue_files(project, owner, f"batch-{name}", {name: body})
 
     failed = {name: wait_for_job(queue(name, body).pk) for name, body in hostile.items()}
     for name, job in failed.items():
