@@ -98,3 +98,31 @@ def test_dot_segments_that_stay_inside_the_prefix_are_fine():
     assert is_allowed_prefix("https://allowed.example/v1/a/../chat", allowed)
     assert is_allowed_prefix("https://allowed.example/v1/%2e/chat?x=/../", allowed)
     assert is_allowed_prefix("http://vllm:8000/v1/../v2", allowed)  # the whole host is allowed
+
+
+ISSUE_32_URLS = [
+    "http://[::127.0.0.1]/v1",
+    "http://[64:ff9b::a9fe:a9fe]/v1",
+    "http://[2002:7f00:1::]/v1",
+    "http://api.openai.com:0/v1",
+]
+
+
+@pytest.mark.parametrize("url", ISSUE_32_URLS)
+def test_the_settings_page_and_the_api_refuse_the_issues_addresses_and_store_nothing(
+    client, project, owner, llm_config, url
+):
+    """Issue 32's table: these were accepted and stored as a project's LLM endpoint."""
+    from annotator.models import LLMConfig
+
+    client.force_login(owner)
+    form = {"base_url": url, "model": "m", "api_key_env": "", "temperature": "0", "max_tokens": "512",
+            "requests_per_minute": "30", "token_cap": "1000", "timeout_seconds": "30",
+            "max_trace_chars": "50000"}  # fmt: skip
+    page = client.post(f"/p/{project.slug}/llm/config/", form, HTTP_HX_REQUEST="true")
+    assert page.status_code == 422 and "of the base URL" in page.content.decode()
+    api = client.patch(
+        f"/api/projects/{project.slug}/llm-settings/", {"base_url": url}, content_type="application/json"
+    )
+    assert api.status_code == 400 and "base_url" in api.json()["fields"]
+    assert LLMConfig.objects.get(project=project).base_url == llm_config.base_url
