@@ -177,6 +177,9 @@ def test_imported_raters_fill_no_overlap_slot_by_default(client, project, owner,
     client.force_login(owner)
     counts = client.get(f"/p/{project.slug}/").context["counts"]
     assert (counts["submitted"], counts["total"]) == (2, 12)
+    # So is each trace's on the trace list: the people's two slots, not the published raters' too.
+    listed = client.get(f"/p/{project.slug}/traces/").content.decode()
+    assert listed.count("2 / 2 submitted") == 1 and listed.count("0 / 2 submitted") == 5
 
 
 def test_switching_the_setting_re_plans_and_keeps_every_submitted_and_started_annotation(

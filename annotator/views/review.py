@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from annotator.access import REVIEW_ROLES, access_project, access_trace
 from annotator.models import Annotation, Assignment, LabelApplication, Project
-from annotator.raters import human_q
+from annotator.raters import fills_overlap_q
 from annotator.views.trace import evidence_marks, render_steps, viewer_context
 from traces.models import Trace
 
@@ -27,8 +27,9 @@ TRACES_PER_PAGE = 50
 
 def trace_list(request: HttpRequest, slug: str) -> HttpResponse:
     project = access_project(request.user, slug, roles=REVIEW_ROLES)
-    mine = Q(assignments__project=project, assignments__purpose=Assignment.Purpose.WORK) & human_q(
-        "assignments__annotator"
+    # The overlap's slots, as the project page counts them: imported raters only when they count toward it.
+    mine = Q(assignments__project=project, assignments__purpose=Assignment.Purpose.WORK) & fills_overlap_q(
+        project.imported_labels_count_toward_overlap, "assignments__annotator"
     )
     traces = (
         project.access.traces()
