@@ -99,11 +99,7 @@ def compare(
 def agreed_modes(annotations: Sequence[Compared]) -> set[str]:
     """Modes that every annotation with a value for them chose (missing is neither yes nor no)."""
     chosen = set().union(*(set(a.labels) for a in annotations))
-    return {
-        code
-        for code in chosen
-        if all(code in a.labels for a in annotations if code not in a.missing or code in a.labels)
-    }
+    return {code for code in chosen if all(code in a.labels for a in annotations if code not in a.missing)}
 
 
 def inputs_fingerprint(annotations: Iterable[Compared]) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -331,7 +331,7 @@ def _sizes(array: Any) -> tuple[Any, Any]:
         pa.types.is_string(kind)
         or pa.types.is_large_string(kind)
         or pa.types.is_binary(kind)
-        or (pa.types.is_large_binary(kind))
+        or pa.types.is_large_binary(kind)
     ):
         size = pc.fill_null(pc.binary_length(array), 0).to_numpy(zero_copy_only=False).astype(np.int64)
         return size, size
@@ -392,19 +392,26 @@ def check_data_files(path: Path) -> None:
                 _check_zip(file, name)
             elif last in _JSON_SUFFIXES:
                 with file.open("rb") as stream:
-                    _check_json_stream(stream, limits.JsonScanner())
+                    scan = _json_scan()
+                    while chunk := stream.read(limits.MB):
+                        scan(chunk)
         except limits.LimitExceeded as exc:
             raise TraceFormatError(str(exc), file=name) from None
+        except TraceFormatError:
+            raise
         except (OSError, EOFError, ValueError) as exc:
-            if isinstance(exc, TraceFormatError):
-                raise
             raise TraceFormatError(f"cannot read the file ({exc})", file=name) from None
 
 
-def _check_json_stream(stream: Any, scanner: limits.JsonScanner) -> None:
-    while chunk := stream.read(limits.MB):
+def _json_scan() -> Callable[[bytes], None]:
+    """A check of JSON bytes fed in order: depth and value lengths against the limits (limits.JsonScanner)."""
+    scanner = limits.JsonScanner()
+
+    def scan(chunk: bytes) -> None:
         if scanner.feed(chunk) < len(chunk):
             raise scanner.error or limits.value_too_long(scanner.limits)
+
+    return scan
 
 
 def _check_compressed(file: Path, name: str, *, json: bool) -> None:
@@ -413,17 +420,8 @@ def _check_compressed(file: Path, name: str, *, json: bool) -> None:
     import importlib
 
     opener = importlib.import_module(_OPENERS[file.suffix.lower()])
-    budget = limits.DecodeBudget()
-    compressed = file.stat().st_size
-    scanner = limits.JsonScanner() if json else None
-    size = 0
     with opener.open(file, "rb") as stream:
-        while chunk := stream.read(limits.MB):
-            size += len(chunk)
-            budget.check(size, compressed)
-            if scanner is not None and scanner.feed(chunk) < len(chunk):
-                raise scanner.error or limits.value_too_long(scanner.limits)
-    budget.spend(size)
+        limits.DecodeBudget().drain(stream, file.stat().st_size, "the file", _json_scan() if json else None)
 
 
 def _check_zip(file: Path, name: str) -> None:

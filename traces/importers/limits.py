@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -136,13 +136,18 @@ class DecodeBudget:
         self.spend(size)
         return b"".join(chunks)
 
-    def drain(self, stream: Any, compressed: int, what: str) -> int:
+    def drain(
+        self, stream: Any, compressed: int, what: str, each: Callable[[bytes], None] | None = None
+    ) -> int:
         """A decoding stream decoded to its end without keeping it (a dataset's compressed data, checked
-        before the reader that keeps it is let in); returns the decoded size."""
+        before the reader that keeps it is let in), each checked chunk handed to `each`; returns the decoded
+        size."""
         size = 0
         while chunk := stream.read(MB):
             size += len(chunk)
             self.check(size, compressed, what)
+            if each is not None:
+                each(chunk)
         self.spend(size)
         return size
 
