@@ -10,7 +10,7 @@ signs in), never a naming convention. What must differ is decided here and nowhe
 - adjudication: "all required annotations submitted" and "do they disagree" count the raters who fill the
   overlap (``fills_overlap_q``): people labelling here, and imported raters when the project says so;
 - blindness: annotators see an LLM's labels only after submitting their own, and only when the project
-  switches it on (``annotator.services.llm_opinion``);
+  switches it on (``annotator.services.llm.opinion``);
 - provenance: labels by ``imported`` raters were made elsewhere (how is unknown); the dataset card says so.
 
 Imported raters are namespaced by their source (``annotator_1`` of ``MAD_human_labelled_dataset`` is the user

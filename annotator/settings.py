@@ -247,7 +247,7 @@ EXPORT_TOKEN_TTL = envint("EXPORT_TOKEN_TTL", 900)
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("HF_HUB_DISABLE_XET", "1")
 
-# The LLM rater (annotator/llm, services/llm_runs.py): how long one task
+# The LLM rater (annotator/llm, services/llm/runs.py): how long one task
 # labels before it re-enqueues itself (so a long run never pins a worker, and a lost worker loses little).
 LLM_TASK_SECONDS = envint("LLM_TASK_SECONDS", 120)
 # ---- LLM endpoints an owner may use (issue 11, point 1) -----------------------------------------------

@@ -49,7 +49,7 @@ from annotator.services.adjudication import do_check_trace
 from annotator.services.annotations import do_save_draft
 from annotator.services.assignment import do_assign
 from annotator.services.evolution import do_preview_migration
-from annotator.services.llm_settings import current_prompt, llm_rater
+from annotator.services.llm.config import current_prompt, llm_rater
 from annotator.services.members import set_password_path
 from annotator.services.payload import AnnotationPayload
 from annotator.services.reports import do_request_report

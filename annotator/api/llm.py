@@ -24,18 +24,8 @@ from annotator.api.errors import ErrorSerializer, error_response
 from annotator.api.signature_serializers import EstimateSerializer
 from annotator.models import LLMRun
 from annotator.services.enqueue import is_eager
-from annotator.services.llm_agreement import llm_agreement
-from annotator.services.llm_labeller import messages_for
-from annotator.services.llm_opinion import llm_opinions_for
-from annotator.services.llm_runs import (
-    LLMRunError,
-    check_run_request,
-    do_resume_run,
-    do_start_run,
-    do_stop_run,
-    run_progress,
-)
-from annotator.services.llm_settings import (
+from annotator.services.llm.agreement import llm_agreement
+from annotator.services.llm.config import (
     LLMSettingsError,
     current_prompt,
     do_forget_key,
@@ -43,6 +33,16 @@ from annotator.services.llm_settings import (
     do_save_prompt,
     do_store_key,
     get_config,
+)
+from annotator.services.llm.labeller import messages_for
+from annotator.services.llm.opinion import llm_opinions_for
+from annotator.services.llm.runs import (
+    LLMRunError,
+    check_run_request,
+    do_resume_run,
+    do_start_run,
+    do_stop_run,
+    run_progress,
 )
 from annotator.views.llm_forms import LLMConfigForm
 from traces.models import Trace
@@ -58,7 +58,7 @@ class RunFailureSerializer(serializers.Serializer):
 
 
 class RunStatus(serializers.Serializer):
-    """An LLM run as `annotator.services.llm_runs.run_progress` reports it (the page shows the same)."""
+    """An LLM run as `annotator.services.llm.runs.run_progress` reports it (the page shows the same)."""
 
     id = serializers.IntegerField()
     status = serializers.ChoiceField(LLMRun.Status.choices)

@@ -332,7 +332,7 @@ def _store(
     action: str = "imported",
     provenance: dict | None = None,
 ) -> Annotation:
-    """Also the LLM rater's way to store its labels (annotator.services.llm_runs, action "llm").
+    """Also the LLM rater's way to store its labels (annotator.services.llm.runs, action "llm").
 
     "No failure" is stored only when the record says so: no labels is not a verdict."""
     record = item.record

@@ -1,14 +1,14 @@
 """{% llm_opinion assignment %}: the LLM raters' labels on the annotate page, for an annotator who may see them.
 
 A template tag (rather than view context) so the annotate page needs one line and the blindness rule stays in
-annotator.services.llm_opinion: for an unsubmitted assignment it renders nothing and costs no query.
+annotator.services.llm.opinion: for an unsubmitted assignment it renders nothing and costs no query.
 """
 
 from __future__ import annotations
 
 from django import template
 
-from annotator.services.llm_opinion import llm_opinions_for
+from annotator.services.llm.opinion import llm_opinions_for
 
 register = template.Library()
 

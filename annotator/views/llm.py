@@ -18,10 +18,8 @@ from django.views.decorators.http import require_GET, require_POST
 from annotator.access import MANAGE_ROLES, access_project
 from annotator.models import LLMRun, Project, PromptTemplate
 from annotator.services.enqueue import is_eager
-from annotator.services.llm_agreement import llm_agreement
-from annotator.services.llm_labeller import messages_for
-from annotator.services.llm_runs import LLMRunError, do_resume_run, do_start_run, do_stop_run, run_progress
-from annotator.services.llm_settings import (
+from annotator.services.llm.agreement import llm_agreement
+from annotator.services.llm.config import (
     LLMSettingsError,
     current_prompt,
     do_forget_key,
@@ -30,6 +28,8 @@ from annotator.services.llm_settings import (
     do_store_key,
     get_config,
 )
+from annotator.services.llm.labeller import messages_for
+from annotator.services.llm.runs import LLMRunError, do_resume_run, do_start_run, do_stop_run, run_progress
 from annotator.views.llm_forms import LLMConfigForm, StartRunForm
 from traces.models import Trace
 

@@ -373,7 +373,7 @@ def test_llm_agreement_survives_a_submit_between_its_reads(
 ):
     """A submit landing between the read of the annotations and the read of their labels used to raise a
     KeyError (a 500 from llm-agreement); the late annotation now waits for the next computation."""
-    from annotator.services import llm_agreement
+    from annotator.services.llm import agreement as llm_agreement
 
     first, second = project_trace(project), project_trace(project)
     submit(project, first, annotator_a, {"FM-1.1": [1]})

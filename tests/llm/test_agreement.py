@@ -1,5 +1,5 @@
 """After an LLM run the model is measured like a rater: in the project's agreement report (vs each human),
-and against gold (annotator.services.llm_agreement), with numbers matching scikit-learn."""
+and against gold (annotator.services.llm.agreement), with numbers matching scikit-learn."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 
 from annotator.models import AdjudicationItem, GoldLabel
 from annotator.services.label_import import IncomingAnnotation, do_import_annotations
-from annotator.services.llm_agreement import llm_agreement
-from annotator.services.llm_runs import do_process_run, do_start_run
+from annotator.services.llm.agreement import llm_agreement
+from annotator.services.llm.runs import do_process_run, do_start_run
 from annotator.services.reports import do_compute_report, do_request_report
 from taxonomy.models import FailureMode
 from tests.factories import trace_with_steps
@@ -110,7 +110,7 @@ def test_an_annotation_submitted_while_the_comparison_reads_is_left_for_the_next
     """The audit's KeyError race: labels read after the annotation rows include an annotation submitted in
     between. The comparison must go on without it, not answer 500."""
     from annotator.models import Annotation, Assignment, LabelApplication
-    from annotator.services import llm_agreement as module
+    from annotator.services.llm import agreement as module
 
     late_trace = trace_with_steps(3, batch=batch)
     real = LabelApplication.objects

@@ -59,7 +59,7 @@ def test_bad_requests_say_what_is_wrong(client, project, owner, batch, llm_confi
 def test_outsiders_get_404_and_other_roles_403(
     client, project, outsider, annotator_a, adjudicator, traces, llm_config, tail
 ):
-    from annotator.services.llm_runs import do_start_run
+    from annotator.services.llm.runs import do_start_run
 
     run = do_start_run(project, batch_name="run-1", enqueue=False)
     tail = tail.replace("1", str(run.pk))

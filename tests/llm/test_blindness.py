@@ -6,7 +6,7 @@ from __future__ import annotations
 from annotator.models import Assignment, LLMConfig
 from annotator.services.annotations import do_submit_annotation
 from annotator.services.assignment import do_assign
-from annotator.services.llm_runs import do_process_run, do_start_run
+from annotator.services.llm.runs import do_process_run, do_start_run
 from annotator.services.payload import AnnotationPayload, LabelInput
 from tests.llm.fake_server import answer
 

@@ -9,8 +9,8 @@ import pytest
 from annotator.llm.client import ChatClient, Endpoint, LLMConfigError
 from annotator.llm.urlguard import UnsafeBaseURL, check_base_url, is_allowed_prefix, pinned_target
 from annotator.models import LLMConfig, LLMRun
-from annotator.services.llm_runs import LLMRunError, do_process_run, do_start_run
-from annotator.services.llm_settings import do_store_key
+from annotator.services.llm.config import do_store_key
+from annotator.services.llm.runs import LLMRunError, do_process_run, do_start_run
 from tests.llm.fake_server import Reply, answer
 
 HX = {"HTTP_HX_REQUEST": "true"}

@@ -111,7 +111,7 @@ def test_starting_a_run_explains_what_is_missing(client, project, owner, batch):
 
 
 def test_run_status_stop_and_resume(client, project, owner, traces, llm_config):
-    from annotator.services.llm_runs import do_start_run
+    from annotator.services.llm.runs import do_start_run
 
     run = do_start_run(project, batch_name="run-1", enqueue=False)
     client.force_login(owner)

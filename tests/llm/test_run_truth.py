@@ -10,9 +10,9 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from annotator.models import LLMRun, Membership
-from annotator.services import llm_runs
 from annotator.services.enqueue import is_eager
-from annotator.services.llm_runs import do_process_run, do_start_run
+from annotator.services.llm import runs as llm_runs
+from annotator.services.llm.runs import do_process_run, do_start_run
 from tests.llm.conftest import RATER
 from tests.llm.fake_server import answer
 

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from annotator.models import Annotation, Assignment, LabelHistory, LLMRun, LLMTraceResult, Membership
 from annotator.raters import llm_q
 from annotator.services.assignment import annotator_ids, do_assign
-from annotator.services.llm_runs import do_process_run, do_resume_run, do_start_run
+from annotator.services.llm.runs import do_process_run, do_resume_run, do_start_run
 from tests.llm.conftest import MODEL, RATER
 from tests.llm.fake_server import Reply, answer
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 
 from annotator.models import LLMConfig, LLMRun, LLMTraceResult
-from annotator.services.llm_runs import do_process_run
-from annotator.services.llm_settings import do_store_key
+from annotator.services.llm.config import do_store_key
+from annotator.services.llm.runs import do_process_run
 from tests.llm.fake_server import Reply, answer
 
 SECRET = "sk-test-SECRET-4242"

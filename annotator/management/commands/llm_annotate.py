@@ -5,8 +5,9 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.models import LLMRun, Project
-from annotator.services.llm_labeller import messages_for
-from annotator.services.llm_runs import (
+from annotator.services.llm.config import current_prompt
+from annotator.services.llm.labeller import messages_for
+from annotator.services.llm.runs import (
     LLMRunError,
     check_run_request,
     do_process_run,
@@ -14,7 +15,6 @@ from annotator.services.llm_runs import (
     do_start_run,
     run_progress,
 )
-from annotator.services.llm_settings import current_prompt
 from traces.models import Trace
 
 

@@ -38,8 +38,8 @@ from annotator.models import Annotation, LLMConfig, LLMRun, LLMTraceResult, Proj
 from annotator.services.followups import schedule_report_refresh
 from annotator.services.jobs import heartbeat, send_job
 from annotator.services.label_import import LabelImportError
-from annotator.services.llm_labeller import Labeller, Outcome, make_client, store_answer
-from annotator.services.llm_settings import add_llm_member, current_prompt, get_config, llm_rater
+from annotator.services.llm.config import add_llm_member, current_prompt, get_config, llm_rater
+from annotator.services.llm.labeller import Labeller, Outcome, make_client, store_answer
 from taxonomy.models import FailureMode
 from traces.models import Batch, Trace
 

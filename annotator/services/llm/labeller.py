@@ -1,7 +1,7 @@
 """Ask the model about one trace: the prompt from the project's taxonomy and prompt version, the client
 built from the settings, one retry on a malformed answer, and storing valid labels as an annotation.
 
-Used by annotator.services.llm_runs (the run loop) and the llm_annotate command's --dry-run.
+Used by annotator.services.llm.runs (the run loop) and the llm_annotate command's --dry-run.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from annotator.llm.prompt import (
 )
 from annotator.models import Annotation, LLMRun, LLMTraceResult, Project, PromptTemplate
 from annotator.services.label_import import IncomingAnnotation, LabelImportResult, _store
-from annotator.services.llm_settings import get_config
+from annotator.services.llm.config import get_config
 from taxonomy.models import FailureMode
 from taxonomy.services import version_to_spec
 from traces.importers.records import AnnotationRecord, LabelRecord
@@ -72,8 +72,20 @@ class Outcome:
     unavailable: bool = False
 
 
+@dataclass(frozen=True)
+class Request:
+    """Everything needed to ask about one trace, read from the database beforehand: `Labeller.ask` sends it
+    without touching the ORM, so a run can ask about many traces at once from a thread pool."""
+
+    trace_id: int
+    external_id: str
+    n_steps: int
+    messages: list[dict]
+
+
 class Labeller:
-    """Asks the model about one trace at a time, with the run's taxonomy and prompt."""
+    """Asks the model about traces with the run's taxonomy and prompt: `prepare` reads a trace (ORM, the
+    caller's thread), `ask` sends it and parses the answer (HTTP only; safe to call from many threads)."""
 
     def __init__(self, run: LLMRun, client: ChatClient):
         self.run, self.client = run, client
@@ -90,17 +102,26 @@ class Labeller:
         outcome.raw = completion.text
         return completion.text
 
-    def label(self, trace: Trace) -> Outcome:
+    def prepare(self, trace: Trace) -> Request:
         prompt = prompt_trace(trace)
         messages = build_messages(self.taxonomy, prompt, self.run.prompt.instructions, budget=self.budget)
         indices = [step.index for step in prompt.steps]
         n_steps = max(indices[-1] + 1 if indices else 0, trace.step_count)
+        return Request(trace.pk, trace.external_id, n_steps, messages)
+
+    def ask(self, request: Request) -> Outcome:
+        """The outcome for one prepared trace: one retry on a malformed answer (with the reason shown to the
+        model), transient trouble recorded as a failure; LLMConfigError (the settings are wrong) propagates."""
 
         def parse(text: str) -> ParsedAnswer:
             return parse_answer(
-                text, codes=self.taxonomy.codes, n_steps=n_steps, single_primary=self.taxonomy.single_primary
+                text,
+                codes=self.taxonomy.codes,
+                n_steps=request.n_steps,
+                single_primary=self.taxonomy.single_primary,
             )
 
+        messages = request.messages
         outcome = Outcome(status=LLMTraceResult.Status.FAILED)
         try:
             text = self._ask(outcome, messages)
@@ -120,6 +141,9 @@ class Labeller:
         if outcome.answer is not None:
             outcome.status = LLMTraceResult.Status.DONE
         return outcome
+
+    def label(self, trace: Trace) -> Outcome:
+        return self.ask(self.prepare(trace))
 
 
 def make_client(
