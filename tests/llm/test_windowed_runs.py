@@ -50,7 +50,9 @@ def sent_windows(chat_server) -> list[tuple[int, int, int, int]]:
     ]
 
 
-def test_evidence_on_step_1900_of_a_2000_step_trace_is_stored(project, long_trace, llm_config, chat_server, clock):
+def test_evidence_on_step_1900_of_a_2000_step_trace_is_stored(
+    project, long_trace, llm_config, chat_server, clock
+):
     windows = plan(project, long_trace, llm_config)
     assert len(windows) > 3
     holding = next(w for w in windows if w.first <= 1_900 <= w.last)
@@ -112,12 +114,16 @@ def test_a_window_that_fails_fails_the_trace_with_no_partial_labels(
     assert len(chat_server.requests) == 3  # the windows after the failed one are not asked
     result = LLMTraceResult.objects.get(run=done)
     assert result.status == "failed" and result.annotation is None and result.windows == len(windows)
-    assert result.error.startswith(f"window 2 of {len(windows)} (steps {windows[1].first}-{windows[1].last}): ")
+    assert result.error.startswith(
+        f"window 2 of {len(windows)} (steps {windows[1].first}-{windows[1].last}): "
+    )
     assert "malformed answer, twice" in result.error
     assert not Annotation.objects.filter(assignment__trace=long_trace).exists()
 
 
-def test_the_cut_option_asks_once_with_the_middle_cut_as_before(project, long_trace, llm_config, chat_server, clock):
+def test_the_cut_option_asks_once_with_the_middle_cut_as_before(
+    project, long_trace, llm_config, chat_server, clock
+):
     llm_config.long_traces = "cut"
     llm_config.save()
     chat_server.push(answer(found("FM-1.3", 1_900)))  # a cut trace may cite any of its steps, as before

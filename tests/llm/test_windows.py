@@ -3,6 +3,7 @@ evidence outside a window refused; the merge rule; the "cut" option as before.""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -105,7 +106,7 @@ def test_plan_windows_always_moves_forward_even_when_the_overlap_is_large():
     sizes = [900] * 50  # overlap 20 steps would carry 18,000 characters: capped at half the budget
     plan = plan_windows(sizes, 4_000, overlap=20)
     assert plan[0] == (0, 4) and plan[-1][1] == 50
-    for (start, end), (next_start, next_end) in zip(plan, plan[1:], strict=False):
+    for (start, end), (next_start, next_end) in itertools.pairwise(plan):
         assert start < next_start < end < next_end
         assert sum(sizes[next_start:end]) <= 2_000
     assert plan_windows([], 4_000, 2) == [(0, 0)]
@@ -119,16 +120,23 @@ def window(first: int, last: int, number: int = 2, of: int = 3) -> PromptWindow:
 def test_evidence_outside_the_window_is_malformed():
     inside = ParsedAnswer((ParsedLabel("M-1", (100, 150)),))
     check_window(inside, window(100, 150))
-    with pytest.raises(MalformedAnswer, match=r"step 1900 cited for M-1 is not in this window: cite only steps 100 to 150"):
+    with pytest.raises(
+        MalformedAnswer, match=r"step 1900 cited for M-1 is not in this window: cite only steps 100 to 150"
+    ):
         check_window(ParsedAnswer((ParsedLabel("M-1", (120, 1900)),)), window(100, 150))
-    check_window(ParsedAnswer((ParsedLabel("M-1", (1900,)),)), window(0, 10, 1, 1))  # one window: the whole trace
+    check_window(
+        ParsedAnswer((ParsedLabel("M-1", (1900,)),)), window(0, 10, 1, 1)
+    )  # one window: the whole trace
 
 
 def test_the_merge_rule_union_of_modes_and_steps_reasons_joined():
     first = ParsedAnswer((ParsedLabel("M-1", (3, 5), reason="repeats the search"),), summary="loops early")
     second = ParsedAnswer((), summary="No failure here")
     third = ParsedAnswer(
-        (ParsedLabel("M-2", (1900,), reason="gives up"), ParsedLabel("M-1", (5, 1850), reason="repeats again")),
+        (
+            ParsedLabel("M-2", (1900,), reason="gives up"),
+            ParsedLabel("M-1", (5, 1850), reason="repeats again"),
+        ),
         summary="gives up at the end",
     )
     merged = merge_answers([first, second, third], single_primary=False)
@@ -143,7 +151,7 @@ def test_the_merge_rule_union_of_modes_and_steps_reasons_joined():
 def test_no_failure_only_when_every_window_says_so():
     quiet = [ParsedAnswer((), summary="Nothing wrong"), ParsedAnswer((), summary="Nothing wrong")]
     assert merge_answers(quiet, single_primary=False) == ParsedAnswer((), summary="Nothing wrong")
-    one = quiet + [ParsedAnswer((ParsedLabel("M-2", (9,)),))]
+    one = [*quiet, ParsedAnswer((ParsedLabel("M-2", (9,)),))]
     assert not merge_answers(one, single_primary=False).no_failure
 
 
