@@ -1,5 +1,6 @@
-"""Ask the model about one trace: the prompt from the project's taxonomy and prompt version, the client
-built from the settings, one retry on a malformed answer, and storing valid labels as an annotation.
+"""Ask the model about one trace: the prompt from the project's taxonomy and prompt version (one request, or
+one per window of a trace over the budget, merged: annotator.llm.windows), the client built from the
+settings, one retry on a malformed answer, and storing valid labels as an annotation.
 
 Used by annotator.services.llm.runs (the run loop) and the llm_annotate command's --dry-run.
 """
@@ -7,7 +8,7 @@ Used by annotator.services.llm.runs (the run loop) and the llm_annotate command'
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import httpx
@@ -25,7 +26,7 @@ from annotator.llm.windows import (
     merge_answers,
     window_messages,
 )
-from annotator.models import Annotation, LLMRun, LLMTraceResult, Project, PromptTemplate
+from annotator.models import Annotation, LLMConfig, LLMRun, LLMTraceResult, Project, PromptTemplate
 from annotator.services.label_import import IncomingAnnotation, LabelImportResult, _store
 from annotator.services.llm.config import get_config
 from taxonomy.models import FailureMode
@@ -45,7 +46,7 @@ TRACE_FIELDS = ("id", "external_id", "task", "system", "outcome", "step_count")
 STEP_FIELDS = ("index", "agent", "role", "kind", "tool_name", "tool_args", "content")
 
 
-def prompt_trace_of(trace: Trace, steps) -> PromptTrace:
+def prompt_trace_of(trace: Trace, steps: Iterable[Step]) -> PromptTrace:
     """The prompt's view of `trace` with `steps` (Step rows in index order, any iterable)."""
     return PromptTrace(
         external_id=trace.external_id,
@@ -73,7 +74,9 @@ def long_trace_options(endpoint: dict) -> dict:
     }
 
 
-def windows_for(project: Project, trace: Trace, *, template: PromptTemplate, config) -> list[PromptWindow]:
+def windows_for(
+    project: Project, trace: Trace, *, template: PromptTemplate, config: LLMConfig
+) -> list[PromptWindow]:
     """The exact requests a run with `config`'s settings sends for `trace`: one, or one per window."""
     taxonomy, _ = project_taxonomy(project)
     options = long_trace_options(
@@ -86,7 +89,9 @@ def windows_for(project: Project, trace: Trace, *, template: PromptTemplate, con
     return window_messages(taxonomy, prompt_trace(trace), template.instructions, **options)
 
 
-def messages_for(project: Project, trace: Trace, *, template: PromptTemplate, config) -> list[dict]:
+def messages_for(
+    project: Project, trace: Trace, *, template: PromptTemplate, config: LLMConfig
+) -> list[dict]:
     """The messages of the first request a run sends for `trace` (the CLI's --dry-run prints them)."""
     return windows_for(project, trace, template=template, config=config)[0].messages
 
