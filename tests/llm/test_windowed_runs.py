@@ -51,7 +51,7 @@ def sent_windows(chat_server) -> list[tuple[int, int, int, int]]:
 
 
 def test_evidence_on_step_1900_of_a_2000_step_trace_is_stored(
-    project, long_trace, llm_config, chat_server, clock
+    client, owner, project, long_trace, llm_config, chat_server, clock
 ):
     windows = plan(project, long_trace, llm_config)
     assert len(windows) > 3
@@ -78,6 +78,9 @@ def test_evidence_on_step_1900_of_a_2000_step_trace_is_stored(
     assert (done.windowed_traces, done.window_requests) == (1, len(windows))
     progress = run_progress(done)
     assert (progress["windowed_traces"], progress["window_requests"]) == (1, len(windows))
+    client.force_login(owner)
+    card = client.get(f"/p/{project.slug}/llm/runs/{done.pk}/", HTTP_HX_REQUEST="true").content.decode()
+    assert f'<span class="run-windows">1 long trace judged in {len(windows)} windowed requests</span>' in card
 
 
 def test_evidence_outside_its_window_is_asked_again_once(project, long_trace, llm_config, chat_server, clock):
