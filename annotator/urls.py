@@ -170,6 +170,7 @@ llm_urls = [
     path("p/<slug:slug>/llm/key/", llm.save_key, name="project-llm-key"),
     path("p/<slug:slug>/llm/prompt/", llm.save_prompt, name="project-llm-prompt"),
     path("p/<slug:slug>/llm/runs/", llm.start_run, name="project-llm-start"),
+    path("p/<slug:slug>/llm/estimate/", llm.estimate, name="project-llm-estimate"),
     path("p/<slug:slug>/llm/runs/<int:run_id>/", llm.run_status, name="project-llm-run"),
     path(
         "p/<slug:slug>/llm/runs/<int:run_id>/stop/",

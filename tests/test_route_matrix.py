@@ -102,6 +102,7 @@ project-llm-config            POST  login 404   403   403   403   403   422   42
 project-llm-key               POST  login 404   403   403   403   403   422   422   404   404
 project-llm-prompt            POST  login 404   403   403   403   403   422   422   404   404
 project-llm-start             POST  login 404   403   403   403   403   422   422   404   404
+project-llm-estimate          POST  login 404   403   403   403   403   422   422   404   404
 project-llm-run               GET   login 404   403   403   403   403   200   200   404   404
 project-llm-run-stop          POST  login 404   403   403   403   403   422   422   404   404
 project-llm-run-resume        POST  login 404   403   403   403   403   422   422   404   404

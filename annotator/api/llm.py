@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 from annotator.access import MANAGE_ROLES, access_assignment, access_project
 from annotator.api.errors import ErrorSerializer, error_response
 from annotator.api.signature_serializers import EstimateSerializer
-from annotator.models import LLMRun
+from annotator.models import LLMConfig, LLMRun
 from annotator.services.enqueue import is_eager
 from annotator.services.llm.agreement import llm_agreement
 from annotator.services.llm.config import (
@@ -34,7 +34,8 @@ from annotator.services.llm.config import (
     do_store_key,
     get_config,
 )
-from annotator.services.llm.labeller import messages_for
+from annotator.services.llm.estimate import estimate_run
+from annotator.services.llm.labeller import windows_for
 from annotator.services.llm.opinion import llm_opinions_for
 from annotator.services.llm.runs import (
     LLMRunError,
@@ -77,6 +78,8 @@ class RunStatus(serializers.Serializer):
     percent = serializers.IntegerField()
     tokens_used = serializers.IntegerField()
     token_cap = serializers.IntegerField(help_text="0: no cap")
+    windowed_traces = serializers.IntegerField(help_text="Traces longer than the budget, judged in windows")
+    window_requests = serializers.IntegerField(help_text="The requests (windows) those traces took")
     error = serializers.CharField(allow_blank=True)
     endpoint = serializers.DictField(help_text="Base URL, model, temperature, ... (never the key)")
     created_at = serializers.DateTimeField()
@@ -173,8 +176,23 @@ class LLMSettingsSerializer(serializers.Serializer):
     max_tokens = serializers.IntegerField()
     requests_per_minute = serializers.IntegerField()
     token_cap = serializers.IntegerField(help_text="Per run; 0: no cap")
+    prompt_price_per_million = serializers.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        min_value=0,
+        allow_null=True,
+        help_text="For the estimate before a run; null: no cost shown",
+    )
+    completion_price_per_million = serializers.DecimalField(
+        max_digits=10, decimal_places=4, min_value=0, allow_null=True
+    )
     timeout_seconds = serializers.FloatField()
-    max_trace_chars = serializers.IntegerField()
+    max_trace_chars = serializers.IntegerField(help_text="Character budget for the trace in one request")
+    long_traces = serializers.ChoiceField(
+        LLMConfig._meta.get_field("long_traces").choices,
+        help_text="A trace over the budget: judged in overlapping windows, or its middle cut out",
+    )
+    window_overlap_steps = serializers.IntegerField(help_text="Steps consecutive windows share (0 to 20)")
     json_mode = serializers.BooleanField()
     show_to_annotators = serializers.BooleanField()
 
@@ -375,20 +393,48 @@ class LLMRunResume(APIView):
         )
 
 
+class RunEstimateSerializer(serializers.Serializer):
+    """annotator.services.llm.estimate.RunEstimate: prompt tokens counted from the messages a run would
+    send (4 characters a token); retries of malformed answers not included."""
+
+    model = serializers.CharField()
+    batch = serializers.CharField()
+    prompt_version = serializers.IntegerField()
+    traces = serializers.IntegerField()
+    skipped = serializers.IntegerField(help_text="Already labelled by this model: no request")
+    requests = serializers.IntegerField(help_text="One per trace, or one per window of a long trace")
+    windowed_traces = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField(help_text="Estimated")
+    max_completion_tokens = serializers.IntegerField(help_text="Upper bound: requests x max_tokens")
+    max_tokens = serializers.IntegerField()
+    prompt_price_per_million = serializers.DecimalField(max_digits=10, decimal_places=4, allow_null=True)
+    completion_price_per_million = serializers.DecimalField(max_digits=10, decimal_places=4, allow_null=True)
+    prompt_cost = serializers.DecimalField(
+        max_digits=20, decimal_places=4, allow_null=True, help_text="null unless both prices are set"
+    )
+    max_completion_cost = serializers.DecimalField(max_digits=20, decimal_places=4, allow_null=True)
+    max_cost = serializers.DecimalField(
+        max_digits=20, decimal_places=4, allow_null=True, help_text="prompt_cost + max_completion_cost"
+    )
+
+
 class RunPreview(serializers.Serializer):
     model = serializers.CharField()
     base_url = serializers.CharField()
     prompt_version = serializers.IntegerField()
     trace = serializers.CharField(help_text="The external id of the batch's first trace")
+    windows = serializers.IntegerField(help_text="The requests of that trace (over 1: judged in windows)")
     messages = serializers.ListField(
         child=serializers.DictField(child=serializers.CharField()),
-        help_text="role and content, as they would be sent",
+        help_text="role and content, as they would be sent (the first window's, when windowed)",
     )
+    estimate = RunEstimateSerializer(help_text="The whole run's requests, tokens and cost, before spending")
 
 
 class LLMRunPreview(APIView):
     @extend_schema(
-        summary="Dry run: the messages a run would send for the batch's first trace; calls nothing (owners only)",
+        summary="Dry run: the messages a run would send for the batch's first trace, and the estimate of the "
+        "whole run (requests, prompt tokens, cost); calls nothing (owners only)",
         request=StartRunSerializer,
         responses={200: RunPreview, 400: _ERROR},
     )
@@ -396,14 +442,14 @@ class LLMRunPreview(APIView):
         project = access_project(request.user, slug, roles=MANAGE_ROLES)
         body = StartRunSerializer(data=request.data)
         body.is_valid(raise_exception=True)
+        arguments = {
+            "batch_name": body.validated_data["batch"],
+            "limit": body.validated_data.get("limit"),
+            "model": body.validated_data.get("model") or None,
+        }
         try:
-            batch, config, model = check_run_request(
-                project,
-                batch_name=body.validated_data["batch"],
-                limit=body.validated_data.get("limit"),
-                model=body.validated_data.get("model") or None,
-                check_url=False,
-            )
+            batch, config, model = check_run_request(project, **arguments, check_url=False)
+            estimate = estimate_run(project, **arguments)
         except LLMRunError as error:
             return error_response(str(error), status=status.HTTP_400_BAD_REQUEST, errors=[str(error)])
         trace = Trace.objects.filter(batch=batch).order_by("id").first()
@@ -411,13 +457,15 @@ class LLMRunPreview(APIView):
             message = f"Batch {batch.name!r} has no traces"
             return error_response(message, status=status.HTTP_400_BAD_REQUEST, errors=[message])
         template = current_prompt(project)
-        messages = messages_for(project, trace, template=template, budget=config.max_trace_chars)
+        windows = windows_for(project, trace, template=template, config=config)
         preview = {
             "model": model,
             "base_url": config.base_url,
             "prompt_version": template.number,
             "trace": trace.external_id,
-            "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+            "windows": len(windows),
+            "messages": [{"role": m["role"], "content": m["content"]} for m in windows[0].messages],
+            "estimate": estimate.as_dict(),
         }
         return Response(RunPreview(preview).data)
 

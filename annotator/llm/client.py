@@ -35,6 +35,18 @@ RETRY_AFTER_LIMIT = 300.0
 BACKOFF_BASE = 2.0
 BACKOFF_LIMIT = 60.0
 WINDOW = 60.0
+CHARS_PER_TOKEN = 4
+
+
+def estimate_tokens(chars: int) -> int:
+    """About how many tokens `chars` characters make (4 a token, rounded up by one): what the client books
+    for an answer without `usage`, and what the run estimate counts, so both speak of the same tokens."""
+    return chars // CHARS_PER_TOKEN + 1
+
+
+def message_chars(messages: Sequence[dict[str, str]]) -> int:
+    """The characters of the messages' contents (roles and JSON framing left out)."""
+    return sum(len(message.get("content", "")) for message in messages)
 
 
 class LLMError(Exception):
@@ -64,7 +76,7 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
-    estimated: bool = False  # the server sent no `usage`: tokens estimated from characters (4 per token)
+    estimated: bool = False  # the server sent no `usage`: tokens estimated by `estimate_tokens`
 
 
 @dataclass(slots=True)
@@ -256,8 +268,8 @@ class ChatClient:
         if total:
             return Completion(text, prompt_tokens, completion_tokens, total)
         # No usage reported: estimate (about 4 characters a token) so the spending cap still protects.
-        prompt_estimate = sum(len(m.get("content", "")) for m in messages) // 4 + 1
-        completion_estimate = len(text) // 4 + 1
+        prompt_estimate = estimate_tokens(message_chars(messages))
+        completion_estimate = estimate_tokens(len(text))
         return Completion(
             text, prompt_estimate, completion_estimate, prompt_estimate + completion_estimate, estimated=True
         )

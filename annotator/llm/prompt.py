@@ -10,6 +10,8 @@ Layout, and why:
   middle, always with an explicit "[... 12,345 characters truncated ...]" marker, so the model knows something
   is missing and never mistakes a cut for the end: first inside an oversized step, then whole steps from the
   middle of the trace (the start, with the task set-up, and the end, where failures surface, are kept).
+  Cutting whole steps is the "cut" option for long traces; by default a trace over the budget is judged in
+  overlapping windows of whole steps instead (annotator.llm.windows), so no step goes unseen.
 """
 
 from __future__ import annotations
@@ -156,11 +158,16 @@ def render_step(step: PromptStep, *, step_limit: int) -> str:
     return " · ".join(header) + "\n" + _cut_middle("\n".join(body), step_limit)
 
 
+def step_limit(budget: int) -> int:
+    """The most characters one step's body keeps under `budget` (beyond it the step is cut in its middle)."""
+    return max(1_000, max(budget, MIN_BUDGET) // 4)
+
+
 def render_trace(steps: Sequence[PromptStep], budget: int) -> str:
     """The steps within `budget` characters (about; markers and headers add a little): oversized steps are
     cut in their middle, then whole steps from the middle of the trace, keeping its head and its tail."""
     budget = max(budget, MIN_BUDGET)
-    blocks = [render_step(step, step_limit=max(1_000, budget // 4)) for step in steps]
+    blocks = [render_step(step, step_limit=step_limit(budget)) for step in steps]
     if sum(len(block) + 2 for block in blocks) <= budget:
         return "\n\n".join(blocks)
     head: list[str] = []
@@ -184,14 +191,21 @@ def render_trace(steps: Sequence[PromptStep], budget: int) -> str:
     return "\n\n".join([*head, marker, *tail])
 
 
-def user_message(trace: PromptTrace, budget: int) -> str:
+def trace_header(trace: PromptTrace) -> list[str]:
+    """The lines before the steps: which trace, its task and recorded outcome, how many steps."""
     n = len(trace.steps)
     numbers = f"numbered {trace.steps[0].index} to {trace.steps[-1].index}" if n else "no steps"
-    lines = [
+    return [
         f"Trace {trace.external_id}" + (f" (agent system: {trace.system})" if trace.system else ""),
         f"Task: {_cut_middle(trace.task.strip(), 4_000) or '(not given)'}",
         f"Recorded outcome: {trace.outcome}",
         f"The trace has {n} steps, {numbers}.",
+    ]
+
+
+def user_message(trace: PromptTrace, budget: int) -> str:
+    lines = [
+        *trace_header(trace),
         "",
         render_trace(trace.steps, budget),
         "",

@@ -7,6 +7,7 @@ named ``llm:<model>``, see annotator.raters). These rows only describe how the l
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 
@@ -36,8 +37,38 @@ class LLMConfig(models.Model):
         default=2_000_000, help_text="A run stops cleanly once it has used this many tokens (0: no cap)"
     )
     timeout_seconds = models.FloatField(default=120.0)
+    # Only for the estimate shown before a run (annotator.services.llm.estimate); empty: no cost shown.
+    prompt_price_per_million = models.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+        help_text="Price per million prompt tokens, for the estimate before a run (empty: not shown)",
+    )
+    completion_price_per_million = models.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+        help_text="Price per million completion tokens",
+    )
     max_trace_chars = models.PositiveIntegerField(
-        default=60_000, help_text="Character budget for the trace in the prompt; head and tail are kept"
+        default=60_000, help_text="Character budget for the trace in one request"
+    )
+    # The same words as annotator.llm.windows (WINDOWS, CUT), which stays free of Django.
+    long_traces = models.CharField(
+        max_length=10,
+        choices=[
+            ("windows", "Judge in overlapping windows (every step seen)"),
+            ("cut", "Cut the middle out (marked; the model never sees it)"),
+        ],
+        default="windows",
+        help_text="A trace over the budget: several requests of consecutive steps, or one with its middle cut",
+    )
+    window_overlap_steps = models.PositiveSmallIntegerField(
+        default=2, help_text="Steps that consecutive windows share (0 to 20)"
     )
     json_mode = models.BooleanField(default=True, help_text='Send response_format={"type": "json_object"}')
     show_to_annotators = models.BooleanField(
@@ -130,6 +161,8 @@ class LLMRun(Job):
     skipped = models.PositiveIntegerField(default=0)
     tokens_used = models.PositiveBigIntegerField(default=0)
     token_cap = models.PositiveBigIntegerField(default=0)
+    windowed_traces = models.PositiveIntegerField(default=0, help_text="Traces judged in several windows")
+    window_requests = models.PositiveIntegerField(default=0, help_text="The windows of those traces")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -173,6 +206,10 @@ class LLMTraceResult(models.Model):
         "annotator.Annotation", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     attempts = models.PositiveSmallIntegerField(default=0, help_text="Model answers requested")
+    windows = models.PositiveIntegerField(
+        default=1,
+        help_text="Requests the trace was split into (retries not counted; 1: it fit in one; 0: skipped)",
+    )
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     total_tokens = models.PositiveIntegerField(default=0)

@@ -28,6 +28,7 @@ from annotator.services.llm.config import (
     do_store_key,
     get_config,
 )
+from annotator.services.llm.estimate import estimate_run
 from annotator.services.llm.labeller import messages_for
 from annotator.services.llm.runs import LLMRunError, do_resume_run, do_start_run, do_stop_run, run_progress
 from annotator.views.llm_forms import LLMConfigForm, StartRunForm
@@ -54,11 +55,7 @@ def _config_context(project: Project, form: LLMConfigForm | None = None) -> dict
 def _prompt_context(project: Project, draft: str | None = None) -> dict[str, Any]:
     template = current_prompt(project)
     trace = Trace.objects.in_project(project).order_by("id").first()
-    preview = (
-        messages_for(project, trace, template=template, budget=get_config(project).max_trace_chars)
-        if trace
-        else None
-    )
+    preview = messages_for(project, trace, template=template, config=get_config(project)) if trace else None
     return {
         "project": project,
         "template": template,
@@ -165,6 +162,44 @@ def save_prompt(request: HttpRequest, slug: str) -> HttpResponse:
         )
     note = f"Saved as prompt version {template.number}." if created else "No change: the prompt is as it was."
     return _respond(request, project, "_llm_prompt.html", _prompt_context(project), note=note)
+
+
+@require_POST
+def estimate(request: HttpRequest, slug: str) -> HttpResponse:
+    """The start-run form's "Estimate" button: the run's requests, tokens and cost, before starting it."""
+    project = _owner(request, slug)
+    form = StartRunForm(request.POST)
+    context: dict[str, Any] = {"project": project, "estimate": None}
+    if not form.is_valid():
+        error = "Choose a batch (and a limit from 1 to 2,147,483,647, if any)."
+        return _estimate_response(request, project, form, context, error=error)
+    try:
+        context["estimate"] = estimate_run(
+            project,
+            form.cleaned_data["batch"],
+            form.cleaned_data["limit"],
+            form.cleaned_data["model"] or None,
+        )
+    except LLMRunError as problem:
+        return _estimate_response(request, project, form, context, error=str(problem))
+    return _estimate_response(request, project, form, context)
+
+
+def _estimate_response(
+    request: HttpRequest, project: Project, form: StartRunForm, context: dict, *, error: str = ""
+) -> HttpResponse:
+    """htmx: the estimate's own partial (422 with the error). A plain post: the page with the form as typed
+    and the estimate (or the error) under it."""
+    status = 422 if error else 200
+    if request.htmx:
+        return render(
+            request,
+            "annotator/partials/_llm_estimate.html",
+            {**context, "estimate_error": error},
+            status=status,
+        )
+    overrides = {**_runs_context(project, form), **context, "estimate_error": error}
+    return _page(request, project, overrides, status=status)
 
 
 @require_POST

@@ -10,6 +10,7 @@ from django.conf import settings
 from annotator.llm.prompt import MIN_BUDGET
 from annotator.llm.secrets import allowed_key_envs
 from annotator.llm.urlguard import UnsafeBaseURL, check_base_url
+from annotator.llm.windows import MAX_OVERLAP
 from annotator.models import LLMConfig
 
 
@@ -43,8 +44,12 @@ class LLMConfigForm(forms.ModelForm):
             "max_tokens",
             "requests_per_minute",
             "token_cap",
+            "prompt_price_per_million",
+            "completion_price_per_million",
             "timeout_seconds",
             "max_trace_chars",
+            "long_traces",
+            "window_overlap_steps",
             "json_mode",
             "show_to_annotators",
         ]
@@ -55,6 +60,10 @@ class LLMConfigForm(forms.ModelForm):
             "token_cap": "Token cap per run",
             "timeout_seconds": "Request timeout (seconds)",
             "max_trace_chars": "Trace budget (characters)",
+            "long_traces": "Traces over the budget",
+            "window_overlap_steps": "Window overlap (steps)",
+            "prompt_price_per_million": "Price per million prompt tokens",
+            "completion_price_per_million": "Price per million completion tokens",
             "json_mode": "Ask for JSON mode",
             "show_to_annotators": "Show the LLM's labels to annotators after they submit",
         }
@@ -99,6 +108,12 @@ class LLMConfigForm(forms.ModelForm):
         value = self.cleaned_data["max_trace_chars"]
         if not MIN_BUDGET <= value <= 2_000_000:
             raise forms.ValidationError(f"From {MIN_BUDGET:,} to 2,000,000 characters")
+        return value
+
+    def clean_window_overlap_steps(self) -> int:
+        value = self.cleaned_data["window_overlap_steps"]
+        if not 0 <= value <= MAX_OVERLAP:
+            raise forms.ValidationError(f"From 0 to {MAX_OVERLAP} steps")
         return value
 
 

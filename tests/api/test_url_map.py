@@ -119,6 +119,7 @@ ROUTES = [
     ("p/<slug:slug>/llm/", "project-llm"),
     ("p/<slug:slug>/llm/agreement/", "project-llm-agreement"),
     ("p/<slug:slug>/llm/config/", "project-llm-config"),
+    ("p/<slug:slug>/llm/estimate/", "project-llm-estimate"),
     ("p/<slug:slug>/llm/key/", "project-llm-key"),
     ("p/<slug:slug>/llm/prompt/", "project-llm-prompt"),
     ("p/<slug:slug>/llm/runs/", "project-llm-start"),

@@ -20,7 +20,7 @@ WORKER_SECRET = "postgres://admin:hunter2@db/prod"
 def settings_form(**changes) -> dict:
     data = {"base_url": "https://api.openai.com/v1", "model": "m", "api_key_env": "", "temperature": "0",
             "max_tokens": "512", "requests_per_minute": "30", "token_cap": "1000", "timeout_seconds": "30",
-            "max_trace_chars": "50000"}  # fmt: skip
+            "max_trace_chars": "50000", "long_traces": "windows", "window_overlap_steps": "2"}  # fmt: skip
     return {**data, **changes}
 
 

@@ -57,7 +57,7 @@ def test_settings_are_validated_and_saved(client, project, owner, settings):
     settings.LLM_KEY_ENVS = ["OLLAMA_KEY"]
     client.force_login(owner)
     data = {"base_url": "ftp://x", "model": "m", "api_key_env": "MY KEY", "temperature": "5", "max_tokens": "512",
-            "requests_per_minute": "30", "token_cap": "1000", "timeout_seconds": "30", "max_trace_chars": "50000"}  # fmt: skip
+            "requests_per_minute": "30", "token_cap": "1000", "timeout_seconds": "30", "max_trace_chars": "50000", "long_traces": "windows", "window_overlap_steps": "2"}  # fmt: skip
     response = client.post(page(project, "config/"), data, **HX)
     html = response.content.decode()
     assert response.status_code == 422 and 'id="llm-config"' in html

@@ -118,7 +118,7 @@ def test_the_settings_page_and_the_api_refuse_the_issues_addresses_and_store_not
     client.force_login(owner)
     form = {"base_url": url, "model": "m", "api_key_env": "", "temperature": "0", "max_tokens": "512",
             "requests_per_minute": "30", "token_cap": "1000", "timeout_seconds": "30",
-            "max_trace_chars": "50000"}  # fmt: skip
+            "max_trace_chars": "50000", "long_traces": "windows", "window_overlap_steps": "2"}  # fmt: skip
     page = client.post(f"/p/{project.slug}/llm/config/", form, HTTP_HX_REQUEST="true")
     assert page.status_code == 422 and "of the base URL" in page.content.decode()
     api = client.patch(

@@ -23,6 +23,7 @@ PURE_MODULES = [
     "annotator.signatures",
     "annotator.llm.parse",
     "annotator.llm.prompt",
+    "annotator.llm.windows",
     "annotator.assignment_strategy",
     "traces.importers",
     "taxonomy.schema",

@@ -1,4 +1,7 @@
-"""python manage.py llm_annotate SLUG --batch NAME [--limit N] [--model M] [--dry-run] [--resume ID]"""
+"""python manage.py llm_annotate SLUG --batch NAME [--limit N] [--model M] [--dry-run] [--resume ID]
+
+--dry-run prints the run's estimate (annotator.services.llm.estimate), then the first trace's prompt (of its
+first window when it is judged in windows), and calls nothing."""
 
 from __future__ import annotations
 
@@ -6,7 +9,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotator.models import LLMRun, Project
 from annotator.services.llm.config import current_prompt
-from annotator.services.llm.labeller import messages_for
+from annotator.services.llm.estimate import RunEstimate, estimate_run
+from annotator.services.llm.labeller import windows_for
 from annotator.services.llm.runs import (
     LLMRunError,
     check_run_request,
@@ -31,7 +35,9 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=int, help="Only the first N traces of the batch")
         parser.add_argument("--model", help="Model name (default: the project's LLM settings)")
         parser.add_argument(
-            "--dry-run", action="store_true", help="Print the prompt for the first trace; call nothing"
+            "--dry-run",
+            action="store_true",
+            help="Print the run's estimate (requests, prompt tokens, cost) and the first trace's prompt; call nothing",
         )
         parser.add_argument("--resume", type=int, metavar="RUN_ID", help="Continue a stopped or failed run")
 
@@ -72,11 +78,36 @@ class Command(BaseCommand):
         if trace is None:
             raise CommandError(f"Batch {batch!r} has no traces", returncode=2)
         template = current_prompt(project)
+        self._estimate(estimate_run(project, batch, limit, model))
+        windows = windows_for(project, trace, template=template, config=config)
+        shown = f", its {windows[0].label} (windowed)" if windows[0].windowed else ""
         self.stdout.write(
-            f"# Dry run: model {model} at {config.base_url}, prompt v{template.number}, trace {trace.external_id}"
+            f"\n# Dry run: model {model} at {config.base_url}, prompt v{template.number}, "
+            f"trace {trace.external_id}{shown}"
         )
-        for message in messages_for(project, trace, template=template, budget=config.max_trace_chars):
+        for message in windows[0].messages:
             self.stdout.write(f"\n===== {message['role']} =====\n{message['content']}")
+
+    def _estimate(self, estimate: RunEstimate) -> None:
+        windowed = f", {estimate.windowed_traces:,} judged in windows" if estimate.windowed_traces else ""
+        skipped = (
+            f"; {estimate.skipped:,} already labelled by this model, skipped" if estimate.skipped else ""
+        )
+        lines = [
+            f"# Estimate: {estimate.requests:,} requests for {estimate.asked:,} traces{windowed}{skipped}",
+            f"#   prompt tokens: about {estimate.prompt_tokens:,} (4 characters a token)",
+            f"#   completion tokens: at most {estimate.max_completion_tokens:,} "
+            f"({estimate.max_tokens:,} per request)",
+        ]
+        if estimate.priced:
+            lines.append(
+                f"#   cost: about {estimate.prompt_cost} for the prompts + at most {estimate.max_completion_cost} "
+                f"for the answers = at most {estimate.max_cost}"
+            )
+        else:
+            lines.append("#   cost: set both prices per million tokens in the LLM settings to see it")
+        lines.append("#   not included: a second request after a malformed answer")
+        self.stdout.write("\n".join(lines))
 
     def _progress(self, run: LLMRun) -> None:
         self.stdout.write(

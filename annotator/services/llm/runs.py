@@ -11,9 +11,11 @@ Verbs:
   and never stores labels twice. One worker at a time per run (a cache lock that expires if it dies).
 - `do_stop_run` / `do_resume_run`.
 
-Per trace: one request; a malformed answer is retried once with the reason shown to the model, then
-recorded as a failure with the raw answer kept (never as labels). Valid labels become a submitted
-Annotation by the rater user `llm:<model>` through the label importer's store (LabelHistory action "llm").
+Per trace: one request, or one per window when it is longer than the budget (annotator.llm.windows, merged
+into one annotation; the run counts the windowed traces and their requests); a malformed answer is retried
+once with the reason shown to the model, then recorded as a failure with the raw answer kept (never as
+labels). Valid labels become a submitted Annotation by the rater user `llm:<model>` through the label
+importer's store (LabelHistory action "llm").
 The token cap is checked before each trace: the run then ends as "stopped: token cap reached".
 """
 
@@ -92,6 +94,8 @@ def endpoint_snapshot(config: LLMConfig, model: str) -> dict:
         "json_mode": config.json_mode,
         "requests_per_minute": config.requests_per_minute,
         "max_trace_chars": config.max_trace_chars,
+        "long_traces": config.long_traces,
+        "window_overlap_steps": config.window_overlap_steps,
     }
 
 
@@ -116,7 +120,7 @@ def do_start_run(
             endpoint=endpoint_snapshot(config, model),
             limit=limit,
             token_cap=config.token_cap,
-            total=_selection(batch.pk, limit).count(),
+            total=run_selection(batch.pk, limit).count(),
             created_by=actor,
         )
         if enqueue:
@@ -181,7 +185,8 @@ def do_resume_run(run: LLMRun, *, enqueue: bool = True, background: bool = False
     return True
 
 
-def _selection(batch_id: int, limit: int | None):
+def run_selection(batch_id: int, limit: int | None) -> QuerySet:
+    """The ids of the traces a run over the batch covers, in the order it asks (the estimate counts these)."""
     traces = Trace.objects.filter(batch_id=batch_id).order_by("id").values_list("id", flat=True)
     return traces[:limit] if limit else traces
 
@@ -200,6 +205,7 @@ def _record(run: LLMRun, trace: Trace, outcome: Outcome, modes: dict[str, Failur
                     prompt_tokens=outcome.tokens[0],
                     completion_tokens=outcome.tokens[1],
                     total_tokens=outcome.tokens[2],
+                    windows=outcome.windows,
                     raw_output="" if outcome.status == LLMTraceResult.Status.DONE else outcome.raw[:20_000],
                     error=outcome.error[:2_000],
                 )
@@ -215,8 +221,12 @@ def _record(run: LLMRun, trace: Trace, outcome: Outcome, modes: dict[str, Failur
                 # member (and no empty row in the agreement tables).
                 add_llm_member(run.project_id, run.rater)
             result.save(update_fields=["annotation", "status", "error"])
+        windowed = outcome.windows > 1
         LLMRun.objects.filter(pk=run.pk).update(
-            **{counter: F(counter) + 1}, tokens_used=F("tokens_used") + outcome.tokens[2]
+            **{counter: F(counter) + 1},
+            tokens_used=F("tokens_used") + outcome.tokens[2],
+            windowed_traces=F("windowed_traces") + int(windowed),
+            window_requests=F("window_requests") + (outcome.windows if windowed else 0),
         )
     return True
 
@@ -235,7 +245,7 @@ def _begin(run_id: int) -> LLMRun | None:
         run.status = LLMRun.Status.RUNNING
         run.started_at = run.started_at or timezone.now()
         run.heartbeat_at = timezone.now()
-        run.total = _selection(run.batch_id, run.limit).count()
+        run.total = run_selection(run.batch_id, run.limit).count()
         run.save(update_fields=["status", "started_at", "heartbeat_at", "attempts", "total"])
     return run
 
@@ -252,7 +262,7 @@ def _finish(run: LLMRun, status: str, *, reason: str = "", error: str = "") -> N
 
 def _pending(run: LLMRun) -> list[int]:
     finished = set(run.results.values_list("trace_id", flat=True))
-    return [pk for pk in _selection(run.batch_id, run.limit) if pk not in finished]
+    return [pk for pk in run_selection(run.batch_id, run.limit) if pk not in finished]
 
 
 def _already_labelled(run: LLMRun, trace_ids: list[int]) -> set[int]:
@@ -391,6 +401,8 @@ def run_progress(run: LLMRun, *, failures: int = 20, hide: QuerySet | None = Non
         "percent": run.percent,
         "tokens_used": run.tokens_used,
         "token_cap": run.token_cap,
+        "windowed_traces": run.windowed_traces,
+        "window_requests": run.window_requests,
         "error": run.error,
         "endpoint": run.endpoint,
         "created_at": run.created_at,
