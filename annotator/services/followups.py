@@ -55,6 +55,17 @@ def after_annotations_changed(project_id: int, trace_ids: Iterable[int]) -> None
         log.exception("agreement report refresh for project %s could not be scheduled", project_id)
 
 
+def schedule_triage(project_id: int) -> None:
+    """The LLM triage ranks read the human labels and gold too: refreshed (debounced) like the report, and
+    like it never allowed to fail the save that has committed."""
+    from annotator.services.triage import schedule_triage_refresh  # it imports the round verbs
+
+    try:
+        schedule_triage_refresh(project_id)
+    except Exception:
+        log.exception("triage ranks of project %s could not be scheduled for a refresh", project_id)
+
+
 def worth_checking(project_id: int, trace_ids: list[int]) -> list[int]:
     """The traces among `trace_ids` whose adjudication check can change something: those with at least
     as many submitted annotations as the project's overlap, or with an adjudication item already (which the
@@ -162,7 +173,9 @@ def refresh_debounce_key(project_id: int) -> str:
 def schedule_report_refresh(project_id: int) -> None:
     """Refresh the project's agreement report and failure signatures after its annotations changed
     (called after commit). Never computes a large report inline; the debounce is described in
-    annotator.services.reports. Enqueued by name, so the submit path never loads the statistics."""
+    annotator.services.reports. Enqueued by name, so the submit path never loads the statistics. The LLM
+    triage ranks, which read the same labels, are scheduled with it (`schedule_triage`)."""
+    schedule_triage(project_id)
     if is_eager():
         # Counting stops past the limit: a submit in a million-annotation project stays cheap.
         limit = settings.AGREEMENT_INLINE_MAX_ANNOTATIONS

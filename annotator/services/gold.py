@@ -279,6 +279,8 @@ def do_decide(item: AdjudicationItem, decision: Decision, *, actor, base_version
             after={"gold": gold_snapshot(current.pk), **decision.as_json(), "annotators": annotators},
             note=decision.note,
         )
+        # Gold changed: the LLM triage ranks that compare the model with gold follow (debounced).
+        transaction.on_commit(lambda: _schedule_triage(current.project_id))
     current.refresh_from_db()
     return current
 
@@ -303,3 +305,9 @@ def _stale_message(current: AdjudicationItem) -> str:
     return (
         "This item changed since you opened it (someone claimed, decided or reopened it). Nothing was saved."
     )
+
+
+def _schedule_triage(project_id: int) -> None:
+    from annotator.services.followups import schedule_triage  # followups imports the adjudication verbs
+
+    schedule_triage(project_id)
