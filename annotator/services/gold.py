@@ -32,6 +32,7 @@ from annotator.services.comparison import (
     item_annotations,
     merged_evidence,
 )
+from annotator.services.followups import schedule_triage
 from taxonomy.models import FailureMode
 from traces.models import Trace
 
@@ -280,7 +281,7 @@ def do_decide(item: AdjudicationItem, decision: Decision, *, actor, base_version
             note=decision.note,
         )
         # Gold changed: the LLM triage ranks that compare the model with gold follow (debounced).
-        transaction.on_commit(lambda: _schedule_triage(current.project_id))
+        transaction.on_commit(lambda: schedule_triage(current.project_id))
     current.refresh_from_db()
     return current
 
@@ -305,9 +306,3 @@ def _stale_message(current: AdjudicationItem) -> str:
     return (
         "This item changed since you opened it (someone claimed, decided or reopened it). Nothing was saved."
     )
-
-
-def _schedule_triage(project_id: int) -> None:
-    from annotator.services.followups import schedule_triage  # followups imports the adjudication verbs
-
-    schedule_triage(project_id)

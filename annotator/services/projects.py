@@ -17,6 +17,7 @@ from annotator.models import Assignment, Membership, Project, QueueOrder, Role
 from annotator.raters import imported_q
 from annotator.services.assignment import do_assign
 from annotator.services.followups import after_annotations_changed
+from annotator.services.triage import do_set_queue_order
 from taxonomy.services import resolve_version
 from traces.models import Batch
 
@@ -191,8 +192,6 @@ def do_update_settings(
 
     `queue_order` (annotator.models.QueueOrder) switches the order annotators get their traces in; the
     LLM triage ranks are rewritten after commit (annotator.services.triage)."""
-    from annotator.services.triage import do_set_queue_order  # triage imports the round verbs
-
     if queue_order is not None and queue_order not in QueueOrder.values:
         raise ProjectSetupError(f"Choose a queue order: {', '.join(QueueOrder.values)}")
     if not name.strip():

@@ -9,7 +9,7 @@ never changes: only the order in which one annotator's own slots come.
 
 The ranks are rewritten (`do_refresh_ranks`, one DELETE and batched INSERTs in one transaction) when the
 owner switches the order, and after the inputs change: an LLM run finished, annotations changed, gold was
-decided (`schedule_triage_refresh`, debounced like the agreement report). Under trace order nothing is
+decided (annotator.services.followups.schedule_triage, debounced like the agreement report). Under trace order nothing is
 stored and nothing is scheduled.
 
 Blind annotators see the order only: the score, its reason and the model's labels stay on the owner's
@@ -22,7 +22,6 @@ import logging
 from collections import defaultdict
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 from django.db.models import IntegerField, OuterRef, QuerySet, Subquery, Value
@@ -39,7 +38,8 @@ from annotator.models import (
     TriageRank,
 )
 from annotator.raters import llm_q
-from annotator.services.enqueue import enqueue, is_eager
+from annotator.services.enqueue import enqueue
+from annotator.services.followups import TRIAGE_TASK, triage_refresh_key
 from annotator.services.rounds import TraceChoice, do_open_round
 from annotator.triage import signals
 from annotator.triage.signals import ModelAnswer, Score, TriageInputs
@@ -50,7 +50,6 @@ log = logging.getLogger(__name__)
 
 _BATCH = 2000
 UNRANKED = TriageRank.UNRANKED  # traces the signal knows nothing about: after the ranked ones, in trace order
-REFRESH_TASK = "annotator.triage.refresh_ranks"
 SETTLED = (AdjudicationItem.Status.AGREED, AdjudicationItem.Status.RESOLVED)
 
 # Which pure signal each LLM queue order uses.
@@ -137,7 +136,7 @@ def do_refresh_ranks(project_id: int) -> int:
     """Rewrite the project's stored queue ranks for its current order; returns how many traces are ranked.
     Idempotent. The project row is locked, so two refreshes (or a refresh and a switch) run one after the
     other and the last one's order wins; a claim meanwhile reads the ranks before or after, never half."""
-    cache.delete(refresh_key(project_id))
+    cache.delete(triage_refresh_key(project_id))
     with transaction.atomic():
         project = Project.objects.select_for_update().filter(pk=project_id).first()
         if project is None:
@@ -167,25 +166,8 @@ def do_set_queue_order(project: Project, order: str) -> bool:
         return False
     Project.objects.filter(pk=project.pk).update(queue_order=order)
     project.queue_order = order
-    enqueue(REFRESH_TASK, project.pk)
+    enqueue(TRIAGE_TASK, project.pk)
     return True
-
-
-def refresh_key(project_id: int) -> str:
-    return f"triage-refresh:{project_id}"
-
-
-def schedule_triage_refresh(project_id: int) -> None:
-    """Rewrite the ranks a moment after their inputs changed (called after commit): one refresh for
-    everything that arrived meanwhile (debounced like the agreement report). Nothing under trace order."""
-    if not Project.objects.filter(pk=project_id).exclude(queue_order=QueueOrder.TRACE).exists():
-        return
-    if is_eager():
-        enqueue(REFRESH_TASK, project_id, after_commit=False)
-        return
-    countdown = settings.AGREEMENT_DEBOUNCE_SECONDS
-    if cache.add(refresh_key(project_id), "1", timeout=countdown + 300):
-        enqueue(REFRESH_TASK, project_id, countdown=countdown, after_commit=False)
 
 
 def queue_rank(project: Project) -> Coalesce | Value:

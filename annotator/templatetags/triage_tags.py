@@ -20,7 +20,7 @@ WIDTH, HEIGHT, PAD = 120, 36, 3
 def kappa_sparkline(points: list[dict], label: str = "") -> str:
     kappas = [point["kappa"] for point in points]
     if all(kappa is None for kappa in kappas):
-        return format_html('<span class="muted" title="{}">–</span>', "kappa undefined at every point")
+        return format_html('<span class="muted" title="{}">&ndash;</span>', "kappa undefined at every point")
     line = polyline(kappas, width=WIDTH, height=HEIGHT, pad=PAD)
     good_y = PAD + (1 - (GOOD_KAPPA + 1) / 2) * (HEIGHT - 2 * PAD)
     zero_y = HEIGHT / 2

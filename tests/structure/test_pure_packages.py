@@ -24,6 +24,9 @@ PURE_MODULES = [
     "annotator.llm.parse",
     "annotator.llm.prompt",
     "annotator.assignment_strategy",
+    "annotator.triage",
+    "annotator.triage.signals",
+    "annotator.triage.curve",
     "traces.importers",
     "taxonomy.schema",
 ]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from annotator.models import AdjudicationItem, QueueOrder
 from annotator.services.adjudication import do_check_trace
+from annotator.services.followups import schedule_triage, triage_refresh_key
 from annotator.services.gold import Decision, ModeDecision, do_decide
-from annotator.services.triage import refresh_key, schedule_triage_refresh
 from tests.factories import BatchFactory, trace_with_steps
 from tests.labels import submit
 
@@ -22,7 +22,7 @@ def test_a_gold_decision_schedules_the_triage_refresh(
     do_check_trace(project.pk, trace.pk)
     item = AdjudicationItem.objects.get(project=project, trace=trace)
     calls: list[int] = []
-    monkeypatch.setattr("annotator.services.followups.schedule_triage", calls.append)
+    monkeypatch.setattr("annotator.services.gold.schedule_triage", calls.append)
     decision = Decision(
         modes=(
             ModeDecision("FM-1.1", "a", reason_code="evidence"),
@@ -36,19 +36,20 @@ def test_a_gold_decision_schedules_the_triage_refresh(
 
 def test_with_a_worker_many_changes_send_one_refresh(project, monkeypatch, settings):
     sent: list[tuple] = []
-    monkeypatch.setattr("annotator.services.triage.is_eager", lambda: False)
+    monkeypatch.setattr("annotator.services.followups.is_eager", lambda: False)
     monkeypatch.setattr(
-        "annotator.services.triage.enqueue", lambda name, *args, **options: sent.append((name, args, options))
+        "annotator.services.followups.enqueue",
+        lambda name, *args, **options: sent.append((name, args, options)),
     )
     from django.core.cache import cache
 
-    cache.delete(refresh_key(project.pk))
-    schedule_triage_refresh(project.pk)
+    cache.delete(triage_refresh_key(project.pk))
+    schedule_triage(project.pk)
     assert sent == []  # trace order: nothing to refresh
     project.queue_order = QueueOrder.LLM_RARE_MODES
     project.save(update_fields=["queue_order"])
     for _ in range(5):
-        schedule_triage_refresh(project.pk)
+        schedule_triage(project.pk)
     assert [(name, args) for name, args, _ in sent] == [("annotator.triage.refresh_ranks", (project.pk,))]
     assert sent[0][2]["countdown"] == settings.AGREEMENT_DEBOUNCE_SECONDS
-    cache.delete(refresh_key(project.pk))
+    cache.delete(triage_refresh_key(project.pk))
