@@ -66,7 +66,7 @@ def triage(request, slug: str):
     if not limit_text.isdigit() or not 1 <= int(limit_text) <= MAX_ROWS:
         message = f"limit must be a whole number from 1 to {MAX_ROWS}"
         return error_response(message, status=status.HTTP_400_BAD_REQUEST, errors=[message])
-    rows = triage_table(project, signal, hide=set(), limit=int(limit_text))
+    rows = triage_table(project, signal, limit=int(limit_text))
     body = {"signal": signal, "queue_order": project.queue_order, "traces": rows}
     return Response(TriageSerializer(body).data)
 

@@ -9,11 +9,11 @@ never changes: only the order in which one annotator's own slots come.
 
 The ranks are rewritten (`do_refresh_ranks`, one DELETE and batched INSERTs in one transaction) when the
 owner switches the order, and after the inputs change: an LLM run finished, annotations changed, gold was
-decided (annotator.services.followups.schedule_triage, debounced like the agreement report). Under trace order nothing is
-stored and nothing is scheduled.
+decided (annotator.services.followups.schedule_triage, debounced like the agreement report). Under trace
+order nothing is stored and nothing is scheduled.
 
 Blind annotators see the order only: the score, its reason and the model's labels stay on the owner's
-triage page, which itself leaves out the traces the reader is still blind to (ProjectAccess.blind_trace_ids).
+triage page and API, which refuse anyone still blind on a trace of the project (like the LLM agreement).
 """
 
 from __future__ import annotations
@@ -193,10 +193,10 @@ class TriageRow:
     reason: str
 
 
-def triage_table(project: Project, signal: str, *, hide: set[int], limit: int = 100) -> list[TriageRow]:
-    """The owner's view: the top `limit` traces by `signal` with score and reason, leaving out `hide` (the
-    traces the reader is still blind to: their reason may name the model's labels)."""
-    ranked = [score for score in triage_ranking(project, signal) if score.trace not in hide][:limit]
+def triage_table(project: Project, signal: str, *, limit: int = 100) -> list[TriageRow]:
+    """The owner's view: the top `limit` traces by `signal` with score and reason (a reason may name the
+    model's labels: only for readers blind on no trace, annotator.access `shows_labels`)."""
+    ranked = triage_ranking(project, signal)[:limit]
     names = dict(
         (pk, (external_id, batch))
         for pk, external_id, batch in Trace.objects.filter(pk__in=[s.trace for s in ranked]).values_list(

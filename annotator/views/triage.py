@@ -47,7 +47,7 @@ def triage_page(request: HttpRequest, slug: str) -> HttpResponse:
         "signals": list(SIGNAL_NAMES.items()),
         "signal": signal,
         "signal_name": SIGNAL_NAMES[signal],
-        "rows": triage_table(project, signal, hide=set(), limit=SHOWN),
+        "rows": triage_table(project, signal, limit=SHOWN),
         "shown": SHOWN,
         "annotators": Membership.objects.filter(project=project, role=Role.ANNOTATOR, active=True)
         .order_by("user__username")
