@@ -134,24 +134,33 @@ def triage_ranking(project: Project, signal: str) -> list[Score]:
 
 def do_refresh_ranks(project_id: int) -> int:
     """Rewrite the project's stored queue ranks for its current order; returns how many traces are ranked.
-    Idempotent. The project row is locked, so two refreshes (or a refresh and a switch) run one after the
-    other and the last one's order wins; a claim meanwhile reads the ranks before or after, never half."""
+    Idempotent. The ranking is computed first, without locks (it reads every LLM answer of the project);
+    only the rewrite locks the project row, so the adjudication check and `do_assign`, which lock it too,
+    wait for a DELETE and a few INSERTs, not for the computation. A switch of the order meanwhile wins: this
+    refresh then writes nothing and the switch's own refresh writes its order. A claim reads the ranks before
+    or after the rewrite, never half of it."""
     cache.delete(triage_refresh_key(project_id))
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        return 0
+    signal = SIGNAL_OF.get(project.queue_order)
+    ranked = triage_ranking(project, signal) if signal is not None else []
+    # Traces of the project only: a trace the project no longer holds keeps no rank.
+    held = set(Trace.objects.in_project(project).values_list("pk", flat=True)) if ranked else set()
+    rows = [
+        TriageRank(project=project, trace_id=score.trace, rank=place)
+        for place, score in enumerate((s for s in ranked if s.trace in held), start=1)
+    ]
     with transaction.atomic():
-        project = Project.objects.select_for_update().filter(pk=project_id).first()
-        if project is None:
-            return 0
+        order = (
+            Project.objects.select_for_update()
+            .filter(pk=project_id)
+            .values_list("queue_order", flat=True)
+            .first()
+        )
+        if order != project.queue_order:
+            return 0  # switched meanwhile: the switch's refresh ranks by the new order
         TriageRank.objects.filter(project=project).delete()
-        signal = SIGNAL_OF.get(project.queue_order)
-        if signal is None:
-            return 0
-        ranked = triage_ranking(project, signal)
-        # Traces of the project only: a trace the project no longer holds keeps no rank.
-        held = set(Trace.objects.in_project(project).values_list("pk", flat=True))
-        rows = [
-            TriageRank(project=project, trace_id=score.trace, rank=place)
-            for place, score in enumerate((s for s in ranked if s.trace in held), start=1)
-        ]
         TriageRank.objects.bulk_create(rows, batch_size=_BATCH)
     log.info("project %s: %d traces ranked by %s", project.slug, len(rows), project.queue_order)
     return len(rows)

@@ -53,3 +53,21 @@ def test_with_a_worker_many_changes_send_one_refresh(project, monkeypatch, setti
     assert [(name, args) for name, args, _ in sent] == [("annotator.triage.refresh_ranks", (project.pk,))]
     assert sent[0][2]["countdown"] == settings.AGREEMENT_DEBOUNCE_SECONDS
     cache.delete(triage_refresh_key(project.pk))
+
+
+def test_a_switch_during_a_refresh_wins(project, monkeypatch):
+    from annotator.models import Project, TriageRank
+    from annotator.services import triage
+
+    trace = trace_with_steps(2, batch=BatchFactory(name="switch"))
+    project.batches.add(trace.batch)
+    TriageRank.objects.create(project=project, trace=trace, rank=1)  # what the switch's own refresh replaces
+    Project.objects.filter(pk=project.pk).update(queue_order=QueueOrder.LLM_RARE_MODES)
+
+    def switched_meanwhile(project, signal):
+        Project.objects.filter(pk=project.pk).update(queue_order=QueueOrder.LLM_UNCERTAIN)
+        return []
+
+    monkeypatch.setattr(triage, "triage_ranking", switched_meanwhile)
+    assert triage.do_refresh_ranks(project.pk) == 0
+    assert TriageRank.objects.filter(project=project).count() == 1  # left for the refresh of the new order
