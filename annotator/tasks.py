@@ -52,6 +52,14 @@ def refresh_agreement_reports(project_id: int) -> str:
     return report.status if report else "no-project"
 
 
+@shared_task(name="annotator.triage.refresh_ranks", **RETRY_ON_DATABASE_OUTAGE)
+def refresh_triage_ranks(project_id: int) -> int:
+    """Rewrite the project's LLM triage queue ranks (annotator.triage.service; idempotent)."""
+    from annotator.triage.service import do_refresh_ranks
+
+    return do_refresh_ranks(project_id)
+
+
 @shared_task(name="annotator.adjudication.check_traces", **RETRY_ON_DATABASE_OUTAGE)
 def check_traces_for_adjudication(project_id: int, trace_ids: list[int]) -> int:
     """Compare the submitted annotations of these traces: agreed -> gold, disagreement -> queue."""

@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from annotator.triage import views as triage
 from annotator.views import (
     adjudication,
     agreement,
@@ -186,6 +187,11 @@ llm_urls = [
     ),
     path("p/<slug:slug>/llm/agreement/", llm.agreement, name="project-llm-agreement"),
 ]
+triage_urls = [
+    path("p/<slug:slug>/triage/", triage.triage_page, name="project-triage"),
+    path("p/<slug:slug>/triage/order/", triage.set_order, name="project-triage-order"),
+    path("p/<slug:slug>/triage/round/", triage.open_round, name="project-triage-round"),
+]
 # The read-only pages of the two other apps: traces/views.py and taxonomy/views.py.
 traces_urls = [
     path("traces/", traces_views.batch_list, name="batch-list"),
@@ -217,6 +223,7 @@ urlpatterns = [
     *adjudication_urls,
     *signatures_urls,
     *llm_urls,
+    *triage_urls,
     *traces_urls,
     *taxonomy_urls,
     # The REST API, its OpenAPI schema (/api/schema/) and docs (/api/docs/): annotator/api/urls.py.

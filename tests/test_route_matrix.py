@@ -107,6 +107,9 @@ project-llm-run               GET   login 404   403   403   403   403   200   20
 project-llm-run-stop          POST  login 404   403   403   403   403   422   422   404   404
 project-llm-run-resume        POST  login 404   403   403   403   403   422   422   404   404
 project-llm-agreement         GET   login 404   403   403   403   403   200   403   404   404
+project-triage                GET   login 404   403   403   403   403   200   403   404   404
+project-triage-order          POST  login 404   403   403   403   403   302   302   404   404
+project-triage-round          POST  login 404   403   403   403   403   302   403   404   404
 agreement                     GET   login 404   403   403   200   200   200   403   404   404
 agreement-refresh             POST  login 404   403   403   302   302   302   403   404   404
 agreement-report              GET   login 404   403   403   200   200   200   403   404   404
@@ -163,6 +166,8 @@ api-llm-runs                  GET   401   404   403   403   403   403   200   20
 api-llm-run                   GET   401   404   403   403   403   403   200   200   404   404
 api-llm-run-resume            POST  401   404   403   403   403   403   409   409   404   404
 api-llm-agreement             GET   401   404   403   403   403   403   200   403   404   404
+api-triage                    GET   401   404   403   403   403   403   200   403   404   404
+api-triage-round              POST  401   404   403   403   403   403   400   403   404   404
 api-llm-labels                GET   401   404   200   404   403   403   403   404   404   404
 api-agreement                 GET   401   404   403   403   200   200   200   403   404   404
 api-adjudication              GET   401   404   403   403   200   403   200   200   404   404

@@ -20,7 +20,7 @@ from rest_framework.response import Response
 from annotator.access import access_project_admin
 from annotator.api.errors import ErrorSerializer, error_response
 from annotator.batches import visible_batches
-from annotator.models import Membership, Project, Role
+from annotator.models import Membership, Project, QueueOrder, Role
 from annotator.services.members import (
     MemberChange,
     MemberError,
@@ -81,6 +81,13 @@ class SettingsSerializer(serializers.Serializer):
         "(off: every trace still goes to `overlap` people; on: for reproducing a published study). "
         "Changing it re-plans the assignments; submitted and started work stays",
     )
+    queue_order = serializers.ChoiceField(
+        QueueOrder.choices,
+        required=False,
+        help_text="The order in which each annotator's own open traces are handed out: trace order, or an LLM "
+        "triage signal (the model least certain, disagreeing with gold on the same batch, or marking modes "
+        "people rarely saw, first). Who labels which trace never changes; annotators see the order only",
+    )
 
 
 class ArchiveSerializer(serializers.Serializer):
@@ -100,6 +107,9 @@ class AdminProjectSerializer(serializers.Serializer):
     blind = serializers.BooleanField()
     imported_labels_count_toward_overlap = serializers.BooleanField(
         help_text="Whether imported raters' annotations fill a trace's overlap slots and its adjudication"
+    )
+    queue_order = serializers.ChoiceField(
+        QueueOrder.choices, help_text="The order annotators get their open traces in (trace or an LLM signal)"
     )
     archived = serializers.BooleanField()
     archived_at = serializers.DateTimeField(allow_null=True)
@@ -225,8 +235,9 @@ def create_project(request: Request) -> Response:
 )
 @extend_schema(
     methods=["PATCH"],
-    summary="Change the name, overlap, reservation, guidelines or whether imported labels count toward the "
-    "overlap; a larger overlap assigns more annotators, switching the imported labels re-plans the work",
+    summary="Change the name, overlap, reservation, guidelines, queue order or whether imported labels count "
+    "toward the overlap; a larger overlap assigns more annotators, switching the imported labels re-plans the "
+    "work, switching the queue order re-ranks each annotator's open traces",
     request=SettingsSerializer,
     responses={200: AdminProjectSerializer, 400: _ERROR},
 )
@@ -242,6 +253,7 @@ def project_settings(request: Request, slug: str) -> Response:
             "reservation_minutes": project.reservation_minutes,
             "guidelines": project.guidelines,
             "imported_labels_count_toward_overlap": project.imported_labels_count_toward_overlap,
+            "queue_order": project.queue_order,
             **body.validated_data,
         }
         try:

@@ -24,7 +24,7 @@ from annotator.api.errors import ErrorSerializer, error_response
 from annotator.api.signature_serializers import EstimateSerializer
 from annotator.models import LLMConfig, LLMRun
 from annotator.services.enqueue import is_eager
-from annotator.services.llm.agreement import llm_agreement
+from annotator.services.llm.agreement import CURVE_RULE, llm_agreement
 from annotator.services.llm.config import (
     LLMSettingsError,
     current_prompt,
@@ -118,14 +118,32 @@ class ComparisonSerializer(serializers.Serializer):
     modes = ModeKappaSerializer(many=True)
 
 
+class CurvePointSerializer(serializers.Serializer):
+    n_gold = serializers.IntegerField(help_text="The first n gold traces this model labelled, in gold order")
+    kappa = serializers.FloatField(
+        allow_null=True, help_text="Cohen's kappa on them; null when undefined (both sides constant)"
+    )
+
+
+class ModeCurveSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    name = serializers.CharField()
+    points = CurvePointSerializer(many=True, help_text="After 10, 20, 40 ... gold traces, and after all")
+    good_enough = serializers.BooleanField(help_text=f"The hint's rule: {CURVE_RULE}")
+
+
 class LLMRaterAgreementSerializer(serializers.Serializer):
     rater = serializers.CharField()
     n_items = serializers.IntegerField()
     comparisons = ComparisonSerializer(many=True)
+    kappa_curve = ModeCurveSerializer(
+        many=True, help_text="Per mode: the kappa against gold as gold arrived (in the order it was decided)"
+    )
 
 
 class LLMAgreementSerializer(serializers.Serializer):
     raters = LLMRaterAgreementSerializer(many=True)
+    curve_rule = serializers.CharField(help_text="When a mode's curve is called good enough")
 
 
 class OpinionLabelSerializer(serializers.Serializer):
@@ -496,7 +514,8 @@ class LLMAgreement(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
-        return Response(LLMAgreementSerializer({"raters": llm_agreement(project)}).data)
+        body = {"raters": llm_agreement(project), "curve_rule": CURVE_RULE}
+        return Response(LLMAgreementSerializer(body).data)
 
 
 class LLMLabelsForMe(APIView):

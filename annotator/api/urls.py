@@ -28,6 +28,7 @@ from annotator.api import (
     tokens,
     traces,
 )
+from annotator.triage import api as triage
 from taxonomy.api import TaxonomyViewSet
 
 # "api-" basenames: the pages own "project-detail" and "taxonomy-detail" (same names would shadow them).
@@ -129,6 +130,10 @@ llm_urls = [
 agreement_urls = [
     path("projects/<slug:slug>/agreement/", agreement.agreement, name="api-agreement"),
 ]
+triage_urls = [
+    path("projects/<slug:slug>/triage/", triage.triage, name="api-triage"),
+    path("projects/<slug:slug>/triage/round/", triage.triage_round, name="api-triage-round"),
+]
 rounds_urls = [
     path("projects/<slug:slug>/rounds/", rounds.rounds, name="api-rounds"),
     path("projects/<slug:slug>/rounds/<int:round_id>/close/", rounds.close, name="api-rounds-close"),
@@ -206,6 +211,7 @@ urlpatterns = [
     *llm_urls,
     *agreement_urls,
     *rounds_urls,
+    *triage_urls,
     *calibration_urls,
     *discussions_urls,
     *evolution_urls,

@@ -4,11 +4,17 @@ Lenient about the wrapping (code fences, prose around the object, a list instead
 "4"), strict about the meaning: an unknown mode code, a step the trace does not have, two primaries, or a
 single-primary answer without its primary makes the whole answer malformed. A malformed answer is never
 partly used: half a label set would bias agreement without anyone noticing.
+
+The answer may carry one optional `confidence` (a number from 0 to 1) for the whole answer: how sure the
+model is of its labels as a set. Absent or null it is unknown; anything else (a string, a boolean, a number
+outside 0..1, NaN) makes the answer malformed like any other broken field, since a triage order built on a
+nonsense number would send people to the wrong traces.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +40,7 @@ class ParsedLabel:
 class ParsedAnswer:
     labels: tuple[ParsedLabel, ...]
     summary: str = ""
+    confidence: float | None = None  # the model's own 0..1 certainty of the whole answer; None: not given
 
     @property
     def no_failure(self) -> bool:
@@ -98,6 +105,16 @@ def _steps(value: Any, code: str, n_steps: int) -> tuple[int, ...]:
         if item not in steps:
             steps.append(item)
     return tuple(sorted(steps))
+
+
+def _confidence(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise MalformedAnswer(f'"confidence" must be a number from 0 to 1, not {value!r}')
+    if not 0 <= value <= 1:
+        raise MalformedAnswer(f'"confidence" must be from 0 to 1, not {value}')
+    return float(value)
 
 
 def _entries(modes: Any) -> list[tuple[str, Any]]:
@@ -168,4 +185,8 @@ def parse_answer(text: str, *, codes: Sequence[str], n_steps: int, single_primar
         labels[0] = ParsedLabel(labels[0].code, labels[0].steps, True, labels[0].reason)
     if not single_primary:
         labels = [ParsedLabel(label.code, label.steps, False, label.reason) for label in labels]
-    return ParsedAnswer(labels=tuple(labels), summary=_one_line(data.get("summary"), '"summary"'))
+    return ParsedAnswer(
+        labels=tuple(labels),
+        summary=_one_line(data.get("summary"), '"summary"'),
+        confidence=_confidence(data.get("confidence")),
+    )

@@ -117,7 +117,8 @@ def answer_contract(taxonomy: PromptTaxonomy) -> str:
         '"reason": "one line"}',
         "    ... one entry for every mode code listed above",
         "  },",
-        '  "summary": "one line: the main failure, or why there is none"',
+        '  "summary": "one line: the main failure, or why there is none",',
+        '  "confidence": a number from 0 to 1: how sure you are of these labels as a whole',
         "}",
         "Use only the mode codes listed above. Step numbers are the numbers shown in the trace. For an absent "
         'mode write {"present": false}. If the trace shows no failure, every mode is absent.',

@@ -21,6 +21,7 @@ The merge rule (`merge_answers`), for the windows of one trace:
 - its evidence steps are the union of the steps every window cited for it;
 - its reason joins the windows' distinct reasons ("; ", at most REASON_LIMIT characters), as does the summary
   (of the windows that found a failure, or of all windows when none did);
+- its confidence (when the model gives one) is the lowest of the windows';
 - "no failure" only when every window says so (no mode present in any window);
 - single-primary taxonomies: the primary is the mode that the most windows marked primary; on a tie, the one
   marked primary in the earliest window, because a failure's cause comes before the steps that show its
@@ -185,7 +186,9 @@ def merge_answers(answers: Sequence[ParsedAnswer], *, single_primary: bool) -> P
         for code, hits in found.items()
     )
     summaries = [answer.summary for answer in answers if answer.labels or not labels]
-    return replace(answers[0], labels=labels, summary=join_bounded(summaries))
+    # The least sure window speaks for the trace: triage sends people where any part of it is doubtful.
+    confidence = min((a.confidence for a in answers if a.confidence is not None), default=None)
+    return replace(answers[0], labels=labels, summary=join_bounded(summaries), confidence=confidence)
 
 
 def _primary(answers: Sequence[ParsedAnswer]) -> str | None:

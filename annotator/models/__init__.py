@@ -6,7 +6,15 @@ from annotator.models.discussions import Comment, Mention, Thread
 from annotator.models.evolution import ModeRecheck, TaxonomyMigration
 from annotator.models.jobs import ImportJob, JobStatus
 from annotator.models.llm import LLMConfig, LLMRun, LLMTraceResult, PromptTemplate
-from annotator.models.projects import Assignment, CalibrationItem, Membership, Project, Role
+from annotator.models.projects import (
+    Assignment,
+    CalibrationItem,
+    Membership,
+    Project,
+    QueueOrder,
+    Role,
+    TriageRank,
+)
 from annotator.models.proposals import ModeProposal
 from annotator.models.raters import Rater, RaterKind
 from annotator.models.reports import AgreementReport, Export, ReportRows
@@ -40,10 +48,12 @@ __all__ = [
     "ModeRecheck",
     "Project",
     "PromptTemplate",
+    "QueueOrder",
     "Rater",
     "RaterKind",
     "ReportRows",
     "Role",
     "TaxonomyMigration",
     "Thread",
+    "TriageRank",
 ]

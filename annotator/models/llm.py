@@ -216,6 +216,9 @@ class LLMTraceResult(models.Model):
     # Kept for debugging a failure (the model's last answer), never turned into labels when malformed.
     raw_output = models.TextField(blank=True)
     error = models.TextField(blank=True)
+    # The model's own certainty (0..1) of the whole answer, when it gave one (annotator.llm.parse); read by
+    # the triage order, never shown to a blind annotator.
+    confidence = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

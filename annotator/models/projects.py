@@ -22,6 +22,16 @@ class ProjectQuerySet(models.QuerySet):
         return self.filter(memberships__user=user, memberships__active=True).distinct()
 
 
+class QueueOrder(models.TextChoices):
+    """In which order an annotator's open slots are handed out (annotator.triage.service). Who gets which
+    trace is the pure assignment strategy's business and never changes with this."""
+
+    TRACE = "trace", "Trace order"
+    LLM_UNCERTAIN = "llm_uncertain", "Where the model is least certain first"
+    LLM_GOLD_DISAGREEMENT = "llm_gold_disagreement", "Where the model tends to disagree with gold first"
+    LLM_RARE_MODES = "llm_rare_modes", "Where the model marks modes people rarely saw first"
+
+
 class Project(models.Model):
     slug = models.SlugField(max_length=80, unique=True)
     name = models.CharField(max_length=200)
@@ -49,6 +59,7 @@ class Project(models.Model):
     calibration_rate = models.FloatField(default=0.0)
     qualification_size = models.PositiveIntegerField(default=0)
     qualification_min_kappa = models.FloatField(null=True, blank=True)
+    queue_order = models.CharField(max_length=24, choices=QueueOrder.choices, default=QueueOrder.TRACE)
 
     objects = ProjectQuerySet.as_manager()
 
@@ -146,6 +157,29 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.annotator} on {self.trace_id} ({self.status})"
+
+
+class TriageRank(models.Model):
+    """A trace's place in the project's human queue under an LLM triage order (`Project.queue_order`): the
+    claim hands out an annotator's open slots by rank, unranked traces after the ranked ones, in trace
+    order. Rewritten as a whole by annotator.triage.service; empty under trace order. Only the rank is
+    stored, never the score or the model's labels behind it."""
+
+    UNRANKED = 2**31 - 1  # the place of a trace without a rank: after every ranked one
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="triage_ranks")
+    trace = models.ForeignKey("traces.Trace", on_delete=models.CASCADE, related_name="+")
+    rank = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["project", "rank"]
+        constraints = [
+            # Also the index the claim's join reads (project, trace).
+            models.UniqueConstraint(fields=["project", "trace"], name="triage_rank_unique_trace"),
+        ]
+
+    def __str__(self) -> str:
+        return f"trace {self.trace_id} at {self.rank} in {self.project_id}"
 
 
 class CalibrationItem(models.Model):

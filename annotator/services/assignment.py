@@ -16,7 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotator.assignment_strategy import plan_assignments
-from annotator.models import Assignment, Membership, Project, Role
+from annotator.models import Assignment, Membership, Project, QueueOrder, Role, TriageRank
 from annotator.raters import fills_overlap_q, receives_work_q
 from annotator.services.calibration import next_calibration, uses_calibration
 from traces.models import Batch, Trace
@@ -159,7 +159,8 @@ def do_add_member(project: Project, user, role: str) -> int:
 def do_claim_next(
     project: Project, user, *, now: datetime | None = None, exclude: Iterable[int] = ()
 ) -> Assignment | None:
-    """Reserve the annotator's next open slot (queue order: trace, then id) for
+    """Reserve the annotator's next open slot (queue order: the project's `queue_order`, annotator.services.
+    triage: trace then id by default, else the trace's triage rank first) for
     `project.reservation_minutes`; None when nothing is free.
 
     Gold calibration comes first (annotator.services.calibration): an open calibration slot, or a new one
@@ -201,15 +202,24 @@ def _reserve_next(
     trip, no transaction to open: the claim is the busiest write of the app (bench/bench_annotators.py).
     The slot's trace (name, batch) comes in a second small read, for the caller's answer."""
     ops = connection.ops
-    lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
-    leaving = f" AND id NOT IN ({', '.join(['%s'] * len(exclude))})" if exclude else ""
+    # Under an LLM triage order (annotator.triage.service) the slot's trace rank comes first, unranked
+    # traces last; under trace order the statement stays as it always was.
+    ranked = project.queue_order != QueueOrder.TRACE
+    skip = connection.features.has_select_for_update_skip_locked
+    lock = (" FOR UPDATE OF a SKIP LOCKED" if ranked else " FOR UPDATE SKIP LOCKED") if skip else ""
+    leaving = f" AND a.id NOT IN ({', '.join(['%s'] * len(exclude))})" if exclude else ""
     free = "(reserved_until IS NULL OR reserved_until < %s)"
     open_statuses = ", ".join(["%s"] * len(Assignment.OPEN_STATUSES))
+    join, order = "", "a.trace_id, a.id"
+    if ranked:
+        join = " LEFT JOIN annotator_triagerank r ON r.project_id = a.project_id AND r.trace_id = a.trace_id"
+        order = f"COALESCE(r.rank, {TriageRank.UNRANKED}), a.trace_id, a.id"
     sql = (
         "UPDATE annotator_assignment SET reserved_until = %s, updated_at = %s "
-        "WHERE id = (SELECT id FROM annotator_assignment "
-        f"WHERE project_id = %s AND annotator_id = %s AND status IN ({open_statuses}) AND purpose = %s AND {free}"
-        f"{leaving} ORDER BY trace_id, id LIMIT 1{lock}) AND {free} "
+        f"WHERE id = (SELECT a.id FROM annotator_assignment a{join} "
+        f"WHERE a.project_id = %s AND a.annotator_id = %s AND a.status IN ({open_statuses}) "
+        f"AND a.purpose = %s AND (a.reserved_until IS NULL OR a.reserved_until < %s)"
+        f"{leaving} ORDER BY {order} LIMIT 1{lock}) AND {free} "
         f"RETURNING {', '.join(_CLAIMED)}"
     )
     at, expiry = ops.adapt_datetimefield_value(now), ops.adapt_datetimefield_value(until)

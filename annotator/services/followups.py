@@ -22,7 +22,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 
-from annotator.models import Annotation, Assignment
+from annotator.models import Annotation, Assignment, Project, QueueOrder
 from annotator.services.adjudication import do_check_traces
 from annotator.services.enqueue import enqueue, is_eager
 
@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 _CHUNK = 500
 CHECK_TASK = "annotator.adjudication.check_traces"
 COLLECT_TASK = "annotator.adjudication.collect"
+TRIAGE_TASK = "annotator.triage.refresh_ranks"
 # A pending set nobody collected (its collection lost with a worker) is dropped after a day; the periodic
 # reconciliation finds its traces from the database.
 _PENDING_SECONDS = 24 * 3600
@@ -53,6 +54,28 @@ def after_annotations_changed(project_id: int, trace_ids: Iterable[int]) -> None
         schedule_report_refresh(project_id)
     except Exception:
         log.exception("agreement report refresh for project %s could not be scheduled", project_id)
+
+
+def triage_refresh_key(project_id: int) -> str:
+    return f"triage-refresh:{project_id}"
+
+
+def schedule_triage(project_id: int) -> None:
+    """Rewrite the project's LLM triage queue ranks (annotator.triage.service.do_refresh_ranks) a moment
+    after their inputs changed: an LLM run ended, annotations changed, gold was decided (called after commit).
+    One refresh for everything that arrives meanwhile, debounced like the agreement report; nothing under
+    trace order. Like the report refresh, it may never fail the save that has committed."""
+    try:
+        if not Project.objects.filter(pk=project_id).exclude(queue_order=QueueOrder.TRACE).exists():
+            return
+        if is_eager():
+            enqueue(TRIAGE_TASK, project_id, after_commit=False)
+            return
+        countdown = settings.AGREEMENT_DEBOUNCE_SECONDS
+        if cache.add(triage_refresh_key(project_id), "1", timeout=countdown + 300):
+            enqueue(TRIAGE_TASK, project_id, countdown=countdown, after_commit=False)
+    except Exception:
+        log.exception("triage ranks of project %s could not be scheduled for a refresh", project_id)
 
 
 def worth_checking(project_id: int, trace_ids: list[int]) -> list[int]:
@@ -162,7 +185,9 @@ def refresh_debounce_key(project_id: int) -> str:
 def schedule_report_refresh(project_id: int) -> None:
     """Refresh the project's agreement report and failure signatures after its annotations changed
     (called after commit). Never computes a large report inline; the debounce is described in
-    annotator.services.reports. Enqueued by name, so the submit path never loads the statistics."""
+    annotator.services.reports. Enqueued by name, so the submit path never loads the statistics. The LLM
+    triage ranks, which read the same labels, are scheduled with it (`schedule_triage`)."""
+    schedule_triage(project_id)
     if is_eager():
         # Counting stops past the limit: a submit in a million-annotation project stays cheap.
         limit = settings.AGREEMENT_INLINE_MAX_ANNOTATIONS

@@ -32,6 +32,7 @@ from annotator.services.comparison import (
     item_annotations,
     merged_evidence,
 )
+from annotator.services.followups import schedule_triage
 from taxonomy.models import FailureMode
 from traces.models import Trace
 
@@ -279,6 +280,8 @@ def do_decide(item: AdjudicationItem, decision: Decision, *, actor, base_version
             after={"gold": gold_snapshot(current.pk), **decision.as_json(), "annotators": annotators},
             note=decision.note,
         )
+        # Gold changed: the LLM triage ranks that compare the model with gold follow (debounced).
+        transaction.on_commit(lambda: schedule_triage(current.project_id))
     current.refresh_from_db()
     return current
 

@@ -13,10 +13,11 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from annotator.models import Assignment, Membership, Project, Role
+from annotator.models import Assignment, Membership, Project, QueueOrder, Role
 from annotator.raters import imported_q
 from annotator.services.assignment import do_assign
 from annotator.services.followups import after_annotations_changed
+from annotator.triage.service import do_set_queue_order
 from taxonomy.services import resolve_version
 from traces.models import Batch
 
@@ -179,6 +180,7 @@ def do_update_settings(
     reservation_minutes: int,
     guidelines: str,
     imported_labels_count_toward_overlap: bool | None = None,
+    queue_order: str | None = None,
 ) -> int:
     """Change the project's settings; a larger overlap assigns more annotators at once (a smaller one
     never takes finished or started work away). Returns the new assignments.
@@ -186,7 +188,12 @@ def do_update_settings(
     Switching `imported_labels_count_toward_overlap` re-plans the work (`do_assign`): off, every trace gets
     `overlap` people besides its imported raters; on, the people's untouched slots on traces the imported
     labels fill are dropped (submitted, skipped, drafted and reserved work stays). The adjudication check
-    then runs again for the traces with imported labels, after commit (who is required changed)."""
+    then runs again for the traces with imported labels, after commit (who is required changed).
+
+    `queue_order` (annotator.models.QueueOrder) switches the order annotators get their traces in; the
+    LLM triage ranks are rewritten after commit (annotator.triage.service)."""
+    if queue_order is not None and queue_order not in QueueOrder.values:
+        raise ProjectSetupError(f"Choose a queue order: {', '.join(QueueOrder.values)}")
     if not name.strip():
         raise ProjectSetupError("The project needs a name")
     if not 1 <= overlap <= 20:
@@ -205,6 +212,8 @@ def do_update_settings(
         imported_labels_count_toward_overlap=counted,
     )
     project.refresh_from_db()
+    if queue_order is not None:
+        do_set_queue_order(project, queue_order)
     created = do_assign(project, trim=switched and counted)
     if switched:
         traces = set(

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotator.access import MANAGE_ROLES, access_project
 from annotator.models import LLMRun, Project, PromptTemplate
 from annotator.services.enqueue import is_eager
-from annotator.services.llm.agreement import llm_agreement
+from annotator.services.llm.agreement import CURVE_RULE, llm_agreement
 from annotator.services.llm.config import (
     LLMSettingsError,
     current_prompt,
@@ -260,7 +260,7 @@ def run_action(request: HttpRequest, slug: str, run_id: int, action: str) -> Htt
 @require_GET
 def agreement(request: HttpRequest, slug: str) -> HttpResponse:
     project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
-    context = {"project": project, "raters": llm_agreement(project)}
+    context = {"project": project, "raters": llm_agreement(project), "curve_rule": CURVE_RULE}
     if request.htmx:
         return render(request, "annotator/partials/_llm_agreement.html", context)
     return render(request, "annotator/llm_agreement.html", context)

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from annotator.access import access_project_admin
 from annotator.assignment_strategy import pair_counts
 from annotator.batches import visible_batches
-from annotator.models import Assignment, Membership, Role
+from annotator.models import Assignment, Membership, QueueOrder, Role
 from annotator.services.members import MemberError, do_add_existing, do_change_role, do_deactivate, do_invite
 from annotator.services.projects import (
     ProjectSetupError,
@@ -54,6 +54,7 @@ def members(request: HttpRequest, slug: str) -> HttpResponse:
             "project": project,
             "memberships": [(m, workload.get(m.user_id)) for m in memberships],
             "roles": Role.choices,
+            "queue_orders": QueueOrder.choices,
             "batches": project.batches.order_by("name"),
             "available_batches": visible_batches(request.user)
             .exclude(projects=project)
@@ -186,6 +187,7 @@ def update_settings(request: HttpRequest, slug: str) -> HttpResponse:
             # A checkbox: absent when unticked.
             imported_labels_count_toward_overlap=request.POST.get("imported_labels_count_toward_overlap")
             == "on",
+            queue_order=request.POST.get("queue_order") or None,  # absent from an older form: unchanged
         )
     except (ValueError, ProjectSetupError) as error:
         messages.error(

@@ -18,9 +18,11 @@ from annotator.services.calibration import calibration_waiting, gate
 from annotator.services.evolution import open_rechecks
 from annotator.services.locking import locked_expression
 from annotator.services.rounds import rounds_of_annotator
+from annotator.triage.service import in_queue_order
 
 DONE = (Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED)
 SUBMITTED_PER_PAGE = 25
+UP_NEXT = 10
 
 
 def queue_context(request: HttpRequest, project: Project) -> dict[str, Any]:
@@ -64,7 +66,14 @@ def queue_context(request: HttpRequest, project: Project) -> dict[str, Any]:
             "per_batch": per_batch,
             "rechecks": list(open_rechecks(project, request.user)[:200]),
             "rounds": rounds_of_annotator(project, request.user),
-            "drafts": list(rows.filter(status=Assignment.Status.IN_PROGRESS).order_by("trace_id")[:200]),
+            # In the order "Start next" hands them out (the project's queue order, annotator.triage.service):
+            # the order only, never why a trace comes first.
+            "up_next": list(
+                in_queue_order(
+                    project, rows.filter(status=Assignment.Status.PENDING, purpose=Assignment.Purpose.WORK)
+                )[:UP_NEXT]
+            ),
+            "drafts": list(in_queue_order(project, rows.filter(status=Assignment.Status.IN_PROGRESS))[:200]),
             "skipped": list(rows.filter(status=Assignment.Status.SKIPPED).order_by("-updated_at")[:200]),
             "submitted": submitted,
         },

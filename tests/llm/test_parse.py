@@ -76,3 +76,23 @@ def test_single_primary_needs_exactly_one_primary():
 def test_multi_label_answers_carry_no_primary():
     answer = parse({"modes": {"FM-1.1": {"present": True, "primary": True}}})
     assert not answer.labels[0].primary
+
+
+def test_a_confidence_from_0_to_1_is_kept_and_its_absence_is_unknown():
+    present = {"modes": {"FM-1.1": {"present": True}}}
+    assert parse({**present, "confidence": 0.25}).confidence == 0.25
+    assert parse({**present, "confidence": 1}).confidence == 1.0
+    assert parse({**present, "confidence": 0}).confidence == 0.0
+    assert parse(present).confidence is None
+    assert parse({**present, "confidence": None}).confidence is None
+
+
+@pytest.mark.parametrize(
+    "value", ["0.9", "high", True, 1.5, -0.1, [0.5], {"v": 1}, "NaN"]
+)  # fmt: skip
+def test_a_nonsense_confidence_makes_the_answer_malformed(value):
+    text = json.dumps({"modes": {"FM-1.1": {"present": True}}, "confidence": value})
+    if value == "NaN":
+        text = text.replace('"NaN"', "NaN")  # JSON's non-standard NaN, which Python's parser accepts
+    with pytest.raises(MalformedAnswer, match='"confidence"'):
+        parse(text)

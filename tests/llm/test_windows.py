@@ -174,3 +174,14 @@ def test_merged_texts_are_bounded_and_distinct():
     assert len(long) == 500 and long.endswith("…")
     with pytest.raises(ValueError):
         merge_answers([], single_primary=False)
+
+
+def test_merged_confidence_is_the_least_sure_window():
+    from annotator.llm.parse import ParsedAnswer
+    from annotator.llm.windows import merge_answers
+
+    sure = ParsedAnswer(labels=(), summary="fine", confidence=0.9)
+    doubtful = ParsedAnswer(labels=(), summary="fine", confidence=0.4)
+    silent = ParsedAnswer(labels=(), summary="fine", confidence=None)
+    assert merge_answers([sure, doubtful, silent], single_primary=False).confidence == 0.4
+    assert merge_answers([silent, silent], single_primary=False).confidence is None

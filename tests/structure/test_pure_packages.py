@@ -25,6 +25,9 @@ PURE_MODULES = [
     "annotator.llm.prompt",
     "annotator.llm.windows",
     "annotator.assignment_strategy",
+    "annotator.triage",
+    "annotator.triage.signals",
+    "annotator.triage.curve",
     "traces.importers",
     "taxonomy.schema",
 ]

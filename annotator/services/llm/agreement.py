@@ -8,6 +8,10 @@ database-to-arrays bridge, built with numpy indexing rather than a loop over tra
 
 Gold = the labels of adjudication items that are settled (agreed automatically or resolved); an agreed item
 without gold rows means everyone said "no failure", i.e. 0 on every mode.
+
+Each LLM rater also gets its kappa curve per mode (annotator.triage.curve): the kappa against gold on the
+first 10, 20, 40 ... gold traces in the order their gold was first decided, so a team sees when the model
+is good enough for a mode.
 """
 
 from __future__ import annotations
@@ -16,11 +20,14 @@ from typing import Any
 
 import numpy as np
 from django.contrib.auth import get_user_model
+from django.db.models import Min, Q
+from django.db.models.functions import Coalesce
 
 from annotator.agreement.report import estimate_json, interval_json
 from annotator.agreement.stats import binary_mode_agreement
-from annotator.models import AdjudicationItem, Annotation, GoldLabel, LabelApplication, Project
+from annotator.models import AdjudicationItem, Annotation, GoldHistory, GoldLabel, LabelApplication, Project
 from annotator.raters import llm_q
+from annotator.triage.curve import GOOD_KAPPA, STABLE_DELTA, kappa_curves
 from taxonomy.models import FailureMode
 
 GOLD = "(gold)"  # not a valid username, so no human rater can collide with it
@@ -102,10 +109,54 @@ def _compare(
     }
 
 
+def gold_order(project: Project) -> list[int]:
+    """The settled traces in the order their gold was first decided (agreed automatically or by an
+    adjudicator; the item's own times when its history says neither), trace id breaking ties."""
+    first = (
+        AdjudicationItem.objects.filter(project=project, status__in=SETTLED)
+        .annotate(
+            first_gold=Coalesce(
+                Min(
+                    "history__at",
+                    filter=Q(history__action__in=(GoldHistory.Action.AGREED, GoldHistory.Action.DECIDED)),
+                ),
+                "resolved_at",
+                "updated_at",
+            )
+        )
+        .order_by("first_gold", "trace_id")
+        .values_list("trace_id", flat=True)
+    )
+    return list(first)
+
+
+def _curves(
+    chosen: np.ndarray, rated: np.ndarray, rater: int, gold_rows: list[int], modes
+) -> list[dict[str, Any]]:
+    """The rater's kappa curve per mode, on the gold traces it answered, in gold order."""
+    rows = [i for i in gold_rows if rated[i, rater] and rated[i, -1]]
+    curves = kappa_curves([code for code, _ in modes], chosen[rows, rater, :], chosen[rows, -1, :])
+    return [
+        {
+            "code": code,
+            "name": name,
+            "points": [{"n_gold": p.n_gold, "kappa": p.kappa} for p in curve.points],
+            "good_enough": curve.good_enough,
+        }
+        for (code, name), curve in zip(modes, curves, strict=True)
+    ]
+
+
+CURVE_RULE = f"kappa at least {GOOD_KAPPA} at the last two points, which differ by at most {STABLE_DELTA}"
+
+
 def llm_agreement(project: Project, *, n_boot: int = 200, seed: int = 0) -> list[dict[str, Any]]:
     """One entry per LLM rater of the project: its comparisons with each human rater and with gold, each
-    with per-mode Cohen's kappa, interval, observed agreement and PABAK (kappa is unstable for rare modes)."""
-    raters, modes, rated, chosen, _ = _tables(project)
+    with per-mode Cohen's kappa, interval, observed agreement and PABAK (kappa is unstable for rare modes),
+    and its per-mode kappa curve against gold (`kappa_curve`)."""
+    raters, modes, rated, chosen, traces = _tables(project)
+    index = {trace: i for i, trace in enumerate(traces)}
+    gold_rows = [index[t] for t in gold_order(project) if t in index]
     llms = set(
         get_user_model()
         .objects.filter(llm_q(), username__in=[name for name in raters if name != GOLD])
@@ -123,5 +174,12 @@ def llm_agreement(project: Project, *, n_boot: int = 200, seed: int = 0) -> list
             comparisons.append(
                 {"against": other, "kind": kind, **_compare(chosen, rated, a, b, modes, n_boot, seed)}
             )
-        out.append({"rater": name, "n_items": int(rated[:, a].sum()), "comparisons": comparisons})
+        out.append(
+            {
+                "rater": name,
+                "n_items": int(rated[:, a].sum()),
+                "comparisons": comparisons,
+                "kappa_curve": _curves(chosen, rated, a, gold_rows, modes),
+            }
+        )
     return out

@@ -208,6 +208,8 @@ def _record(run: LLMRun, trace: Trace, outcome: Outcome, modes: dict[str, Failur
                     windows=outcome.windows,
                     raw_output="" if outcome.status == LLMTraceResult.Status.DONE else outcome.raw[:20_000],
                     error=outcome.error[:2_000],
+                    # Kept with the result (not the annotation): it is the model's, read by the triage order.
+                    confidence=outcome.answer.confidence if outcome.answer is not None else None,
                 )
         except IntegrityError:
             return False  # another worker (a redelivered task) recorded this trace first
