@@ -23,6 +23,7 @@ from annotator.access import MANAGE_ROLES, access_assignment, access_project
 from annotator.api.errors import ErrorSerializer, error_response
 from annotator.api.signature_serializers import EstimateSerializer
 from annotator.models import LLMRun
+from annotator.models.llm import MAX_CONCURRENCY
 from annotator.services.enqueue import is_eager
 from annotator.services.llm.agreement import llm_agreement
 from annotator.services.llm.config import (
@@ -172,6 +173,11 @@ class LLMSettingsSerializer(serializers.Serializer):
     temperature = serializers.FloatField()
     max_tokens = serializers.IntegerField()
     requests_per_minute = serializers.IntegerField()
+    concurrency = serializers.IntegerField(
+        help_text=f"Requests a run keeps in flight at once, 1 to {MAX_CONCURRENCY}",
+        min_value=1,
+        max_value=MAX_CONCURRENCY,
+    )
     token_cap = serializers.IntegerField(help_text="Per run; 0: no cap")
     timeout_seconds = serializers.FloatField()
     max_trace_chars = serializers.IntegerField()

@@ -41,6 +41,9 @@ def llm_config(project, chat_server):
         model=MODEL,
         api_key_env="",
         requests_per_minute=1000,
+        # One request at a time: scripted replies then reach the traces in order. Tests of concurrency
+        # raise it.
+        concurrency=1,
         timeout_seconds=5,
         token_cap=0,
     )

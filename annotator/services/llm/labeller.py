@@ -149,11 +149,12 @@ class Labeller:
 def make_client(
     run: LLMRun,
     *,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] = time.time,
     transport: httpx.BaseTransport | None = None,
     max_retries: int = 4,
 ) -> ChatClient:
+    """The run's client. `sleep` None: real waits that a `cancel()` ends early (the run's stop button)."""
     config = get_config(run.project)
     snapshot = run.endpoint
     endpoint = Endpoint(
@@ -166,6 +167,7 @@ def make_client(
         json_mode=snapshot.get("json_mode", True),
         requests_per_minute=snapshot.get("requests_per_minute", 60),
     )
+    # Keyed by the settings row: every run and worker of this endpoint shares one rate and one pause.
     limiter = RateLimiter(
         f"cfg{config.pk}", endpoint.requests_per_minute, counter=cache, clock=clock, sleep=sleep
     )
