@@ -75,7 +75,15 @@ class RunStatus(serializers.Serializer):
     failed = serializers.IntegerField()
     skipped = serializers.IntegerField()
     processed = serializers.IntegerField()
+    in_flight = serializers.IntegerField(help_text="Requests sent and not yet answered")
+    concurrency = serializers.IntegerField(help_text="Requests the run keeps in flight at once")
     percent = serializers.IntegerField()
+    seconds_left = serializers.FloatField(
+        allow_null=True, help_text="Estimated from the pace so far; null when not running or no pace yet"
+    )
+    time_left = serializers.CharField(
+        allow_blank=True, help_text='e.g. "about 3 min"; empty when not running'
+    )
     tokens_used = serializers.IntegerField()
     token_cap = serializers.IntegerField(help_text="0: no cap")
     error = serializers.CharField(allow_blank=True)
