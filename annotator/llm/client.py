@@ -98,6 +98,11 @@ class Endpoint:
         return self.base_url.rstrip("/") + "/chat/completions"
 
 
+def pause_key(key: str) -> str:
+    """The cache key holding the "not before" time of the endpoint keyed `key`."""
+    return f"llm-pause:{key}"
+
+
 class RateLimiter:
     """At most `per_minute` requests per clock minute for `key`, across every process sharing `counter`, and
     none before a pause the endpoint asked for (`pause`) has passed."""
@@ -121,7 +126,7 @@ class RateLimiter:
         )
 
     def _pause_key(self) -> str:
-        return f"llm-pause:{self.key}"
+        return pause_key(self.key)
 
     def pause(self, seconds: float) -> None:
         """No request for `key` before `seconds` from now, in every thread and worker. Read-then-write: two

@@ -24,7 +24,7 @@ from annotator.llm.prompt import (
     build_messages,
     correction_messages,
 )
-from annotator.models import Annotation, LLMRun, LLMTraceResult, Project, PromptTemplate
+from annotator.models import Annotation, LLMConfig, LLMRun, LLMTraceResult, Project, PromptTemplate
 from annotator.services.label_import import IncomingAnnotation, LabelImportResult, _store
 from annotator.services.llm.config import get_config
 from taxonomy.models import FailureMode
@@ -146,6 +146,11 @@ class Labeller:
         return self.ask(self.prepare(trace))
 
 
+def limiter_key(config: LLMConfig) -> str:
+    """Every run and worker of one settings row shares its rate and its pause under this key."""
+    return f"cfg{config.pk}"
+
+
 def make_client(
     run: LLMRun,
     *,
@@ -169,7 +174,7 @@ def make_client(
     )
     # Keyed by the settings row: every run and worker of this endpoint shares one rate and one pause.
     limiter = RateLimiter(
-        f"cfg{config.pk}", endpoint.requests_per_minute, counter=cache, clock=clock, sleep=sleep
+        limiter_key(config), endpoint.requests_per_minute, counter=cache, clock=clock, sleep=sleep
     )
     return ChatClient(
         endpoint,
