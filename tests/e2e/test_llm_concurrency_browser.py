@@ -57,7 +57,7 @@ def test_an_owner_sets_concurrency_starts_a_run_watches_it_in_flight_and_stops_i
     assert LLMConfig.objects.get(project=project).concurrency == 3
 
     page.get_by_role("button", name="Start run").click()
-    expect(page.locator("#llm-runs [role=status]")).to_contain_text("queued")
+    expect(page.locator("#llm-runs > p[role=status]")).to_contain_text("queued")
     run = LLMRun.objects.get(project=project)
     card = page.locator(f"#llm-run-{run.pk}")
     # The card polls itself: the three held requests appear as in flight.
