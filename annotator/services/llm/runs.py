@@ -389,9 +389,8 @@ class _Flight:
         self.concurrency = int(run.endpoint.get("concurrency") or 1)
         self.flying: dict[Future, Trace] = {}
         self.sending = True  # False once the run must stop sending (stopped, capped, failed, out of time)
-        self.ending: tuple[str, str, str] | None = (
-            None  # (status, reason, error) this slice ends the run with
-        )
+        # (status, reason, error) this slice ends the run with, once decided (the first reason wins).
+        self.ending: tuple[str, str, str] | None = None
         self.stopped_elsewhere = False  # the owner (or the reconciliation) ended the run meanwhile
         self.unavailable = 0
 
