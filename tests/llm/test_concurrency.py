@@ -258,5 +258,5 @@ def test_the_cli_takes_concurrency_for_one_run_and_refuses_what_is_out_of_range(
     call_command("llm_annotate", project.slug, "--batch", "run-1", "--concurrency", "5", stdout=out)
     run = LLMRun.objects.get()
     assert run.endpoint["concurrency"] == 5 and LLMConfig.objects.get(pk=llm_config.pk).concurrency == 1
-    assert "up to 5 requests at once" in out.getvalue()
+    assert "up to 5 requests at once" in out.getvalue() and ", time left: under a minute" in out.getvalue()
     assert re.search(r"2/2 traces: 2 labelled, 0 in flight, 0 failed, 0 skipped, 240 tokens", out.getvalue())
