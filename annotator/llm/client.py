@@ -128,12 +128,14 @@ class RateLimiter:
     def _pause_key(self) -> str:
         return pause_key(self.key)
 
-    def pause(self, seconds: float) -> None:
+    def pause(self, seconds: float) -> bool:
         """No request for `key` before `seconds` from now, in every thread and worker. Read-then-write: two
-        threads pausing at once may keep the shorter of two nearly equal pauses, which is harmless."""
+        threads pausing at once may keep the shorter of two nearly equal pauses, which is harmless. False
+        when the store did not keep it (the cache is down): the caller then waits by itself."""
         until = self.clock() + seconds
         if until > self.not_before():
             self.counter.set(self._pause_key(), until, timeout=seconds + WINDOW)
+        return self.not_before() >= until
 
     def not_before(self) -> float:
         value = self.counter.get(self._pause_key())
@@ -293,12 +295,11 @@ class ChatClient:
             if attempt >= self.max_retries:
                 raise LLMUnavailable(f"{problem}, still after {attempt + 1} attempts")
             attempt += 1
-            if wait is not None and self.limiter is not None:
+            if wait is not None and self.limiter is not None and self.limiter.pause(wait):
                 # The endpoint asked for quiet: every thread and worker of this endpoint waits (in acquire).
                 log.info(
                     "LLM request failed (%s); everyone pauses %.1fs, then retry %d", problem, wait, attempt
                 )
-                self.limiter.pause(wait)
                 continue
             delay = wait if wait is not None else self._backoff(attempt - 1)
             log.info("LLM request failed (%s); retry %d in %.1fs", problem, attempt, delay)

@@ -113,3 +113,38 @@ def test_the_time_left_follows_the_pace_so_far():
         "about 1 h",
         "about 2 h 5 min",
     ]
+
+
+class ForgetfulCache:
+    """A cache that is down (annotator.cache answers misses and keeps nothing)."""
+
+    def add(self, key, value, timeout):
+        return True
+
+    def incr(self, key, delta=1):
+        return 1
+
+    def get(self, key, default=None):
+        return default
+
+    def set(self, key, value, timeout):
+        return None
+
+
+def test_with_the_cache_down_a_retry_after_is_still_waited_for_by_the_thread_that_heard_it(
+    chat_server, clock, settings
+):
+    from tests.llm.fake_server import Reply
+
+    endpoint = Endpoint(base_url=chat_server.base_url, model="m")
+    limiter = RateLimiter("down", 100, counter=ForgetfulCache(), clock=clock, sleep=clock.sleep)
+    chat_server.push(Reply(429, {"error": "rate"}, headers={"Retry-After": "12"}), answer("ok"))
+    with ChatClient(
+        endpoint,
+        limiter=limiter,
+        sleep=clock.sleep,
+        clock=clock,
+        allowed_base_urls=settings.LLM_ALLOWED_BASE_URLS,
+    ) as client:
+        assert client.complete([{"role": "user", "content": "u"}]).text == "ok"
+    assert clock.sleeps == [12.0]
