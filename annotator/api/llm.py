@@ -23,6 +23,7 @@ from annotator.access import MANAGE_ROLES, access_assignment, access_project
 from annotator.api.errors import ErrorSerializer, error_response
 from annotator.api.signature_serializers import EstimateSerializer
 from annotator.models import LLMConfig, LLMRun
+from annotator.models.llm import MAX_CONCURRENCY
 from annotator.services.enqueue import is_eager
 from annotator.services.llm.agreement import CURVE_RULE, llm_agreement
 from annotator.services.llm.config import (
@@ -75,7 +76,15 @@ class RunStatus(serializers.Serializer):
     failed = serializers.IntegerField()
     skipped = serializers.IntegerField()
     processed = serializers.IntegerField()
+    in_flight = serializers.IntegerField(help_text="Requests sent and not yet answered")
+    concurrency = serializers.IntegerField(help_text="Requests the run keeps in flight at once")
     percent = serializers.IntegerField()
+    seconds_left = serializers.FloatField(
+        allow_null=True, help_text="Estimated from the pace so far; null when not running or no pace yet"
+    )
+    time_left = serializers.CharField(
+        allow_blank=True, help_text='e.g. "about 3 min"; empty when not running'
+    )
     tokens_used = serializers.IntegerField()
     token_cap = serializers.IntegerField(help_text="0: no cap")
     windowed_traces = serializers.IntegerField(help_text="Traces longer than the budget, judged in windows")
@@ -193,6 +202,11 @@ class LLMSettingsSerializer(serializers.Serializer):
     temperature = serializers.FloatField()
     max_tokens = serializers.IntegerField()
     requests_per_minute = serializers.IntegerField()
+    concurrency = serializers.IntegerField(
+        help_text=f"Requests a run keeps in flight at once, 1 to {MAX_CONCURRENCY}",
+        min_value=1,
+        max_value=MAX_CONCURRENCY,
+    )
     token_cap = serializers.IntegerField(help_text="Per run; 0: no cap")
     prompt_price_per_million = serializers.DecimalField(
         max_digits=10,

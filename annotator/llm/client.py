@@ -5,6 +5,11 @@
   stops), any other 4xx concerns this request only (LLMRejected: the trace fails, the run goes on).
 - A request rate shared by every worker: a fixed one-minute window counted in the Django cache (Redis in a
   team install; per process with the local-memory cache of an eager demo), keyed by the project's settings.
+- A pause shared the same way: a 429 or 503 with Retry-After sets a "not before" time beside the rate counter,
+  and every thread and worker of that endpoint waits for it before sending (one thread's 429 slows the whole
+  run, instead of the other threads hammering a server that asked for quiet).
+- `cancel()` stops a client between requests: no new attempt is sent and waits end early (LLMCancelled);
+  a request already on the wire is answered normally. A run's stop button uses it.
 - `sleep` and `clock` are injectable, so tests exercise backoff and Retry-After without waiting.
 - The API key lives only in the request headers: it is never logged, and error texts that echo it are
   redacted before they can reach a log line, a result row or an API response.
@@ -20,6 +25,7 @@ import email.utils
 import logging
 import math
 import random
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -65,9 +71,18 @@ class LLMConfigError(LLMError):
     """The endpoint refuses the settings themselves (wrong key, model or URL): every request would fail."""
 
 
+class LLMCancelled(Exception):
+    """The client was cancelled before this attempt was sent. Not an LLMError: the trace has no outcome
+    (nothing was answered), so a run leaves it pending for a resume instead of recording a failure."""
+
+
 class Counter(Protocol):
+    """The shared store (Django's cache): counters for the rate, one value for the pause."""
+
     def add(self, key: str, value: int, timeout: float) -> bool: ...
     def incr(self, key: str, delta: int = 1) -> int: ...
+    def get(self, key: str, default: Any = None) -> Any: ...
+    def set(self, key: str, value: Any, timeout: float) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +110,14 @@ class Endpoint:
         return self.base_url.rstrip("/") + "/chat/completions"
 
 
+def pause_key(key: str) -> str:
+    """The cache key holding the "not before" time of the endpoint keyed `key`."""
+    return f"llm-pause:{key}"
+
+
 class RateLimiter:
-    """At most `per_minute` requests per clock minute for `key`, across every process sharing `counter`."""
+    """At most `per_minute` requests per clock minute for `key`, across every process sharing `counter`, and
+    none before a pause the endpoint asked for (`pause`) has passed."""
 
     def __init__(
         self,
@@ -105,8 +126,9 @@ class RateLimiter:
         *,
         counter: Counter,
         clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
     ):
+        # `sleep` None: time.sleep, or waiting on the `cancelled` event given to acquire (a cancel ends it).
         self.key, self.per_minute, self.counter, self.clock, self.sleep = (
             key,
             per_minute,
@@ -115,9 +137,35 @@ class RateLimiter:
             sleep,
         )
 
-    def acquire(self) -> None:
+    def _pause_key(self) -> str:
+        return pause_key(self.key)
+
+    def pause(self, seconds: float) -> bool:
+        """No request for `key` before `seconds` from now, in every thread and worker. Read-then-write: two
+        threads pausing at once may keep the shorter of two nearly equal pauses, which is harmless. False
+        when the store did not keep it (the cache is down): the caller then waits by itself."""
+        until = self.clock() + seconds
+        if until > self.not_before():
+            self.counter.set(self._pause_key(), until, timeout=seconds + WINDOW)
+        return self.not_before() >= until
+
+    def not_before(self) -> float:
+        value = self.counter.get(self._pause_key())
+        return float(value) if isinstance(value, int | float) else 0.0
+
+    def acquire(self, cancelled: threading.Event | None = None) -> None:
+        """Wait for any shared pause, then for a place in the minute's rate. `cancelled`: raise
+        LLMCancelled instead of sending once it is set (checked after every wait)."""
+        sleep = self.sleep or (cancelled.wait if cancelled is not None else time.sleep)
         while True:
+            if cancelled is not None and cancelled.is_set():
+                raise LLMCancelled("cancelled while waiting to send")
             now = self.clock()
+            paused = self.not_before() - now
+            if paused > 0:
+                log.info("LLM endpoint asked for a pause; waiting %.1fs", paused)
+                sleep(paused)
+                continue
             window = math.floor(now / WINDOW)
             name = f"llm-rpm:{self.key}:{window}"
             self.counter.add(name, 0, timeout=2 * WINDOW)
@@ -129,7 +177,9 @@ class RateLimiter:
                 return
             wait = (window + 1) * WINDOW - now
             log.info("LLM rate limit %s/min reached; waiting %.1fs", self.per_minute, wait)
-            self.sleep(max(wait, 0.01))
+            sleep(max(wait, 0.01))
+            if cancelled is not None and cancelled.is_set():
+                raise LLMCancelled("cancelled while waiting to send")
 
 
 def retry_after_seconds(value: str | None, *, now: float) -> float | None:
@@ -154,7 +204,7 @@ class ChatClient:
         *,
         limiter: RateLimiter | None = None,
         max_retries: int = 4,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
         clock: Callable[[], float] = time.time,
         transport: httpx.BaseTransport | None = None,
         allowed_base_urls: Sequence[str] = (),
@@ -165,7 +215,9 @@ class ChatClient:
         self.resolver = resolver
         self.limiter = limiter
         self.max_retries = max_retries
-        self.sleep = sleep
+        self.cancelled = threading.Event()
+        # Waiting on the event: a cancel ends a backoff or Retry-After wait at once.
+        self.sleep = sleep or self.cancelled.wait
         self.clock = clock
         self.json_mode = endpoint.json_mode
         headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
@@ -186,6 +238,10 @@ class ChatClient:
 
     def close(self) -> None:
         self._http.close()
+
+    def cancel(self) -> None:
+        """Send nothing more: attempts not yet sent raise LLMCancelled (in every thread using this client)."""
+        self.cancelled.set()
 
     def redact(self, text: str) -> str:
         key = self.endpoint.api_key
@@ -210,8 +266,10 @@ class ChatClient:
         """One answer; retries transient failures per the module's policy, else raises an LLMError."""
         attempt = 0
         while True:
+            if self.cancelled.is_set():
+                raise LLMCancelled("cancelled before sending")
             if self.limiter is not None:
-                self.limiter.acquire()
+                self.limiter.acquire(self.cancelled)
             try:
                 target = pinned_target(self.endpoint.url, self.allowed_base_urls, resolver=self.resolver)
             except UnsafeBaseURL as error:
@@ -248,10 +306,16 @@ class ChatClient:
                 wait = retry_after_seconds(response.headers.get("Retry-After"), now=self.clock())
             if attempt >= self.max_retries:
                 raise LLMUnavailable(f"{problem}, still after {attempt + 1} attempts")
-            delay = wait if wait is not None else self._backoff(attempt)
-            log.info("LLM request failed (%s); retry %d in %.1fs", problem, attempt + 1, delay)
-            self.sleep(delay)
             attempt += 1
+            if wait is not None and self.limiter is not None and self.limiter.pause(wait):
+                # The endpoint asked for quiet: every thread and worker of this endpoint waits (in acquire).
+                log.info(
+                    "LLM request failed (%s); everyone pauses %.1fs, then retry %d", problem, wait, attempt
+                )
+                continue
+            delay = wait if wait is not None else self._backoff(attempt - 1)
+            log.info("LLM request failed (%s); retry %d in %.1fs", problem, attempt, delay)
+            self.sleep(delay)
 
     def _completion(self, response: httpx.Response, messages: list[dict[str, str]]) -> Completion:
         try:

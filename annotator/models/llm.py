@@ -13,6 +13,10 @@ from django.db.models import Q
 
 from annotator.models.jobs import Job
 
+# Requests one run keeps in flight at once: the endpoint's own limit decides (a local vLLM takes dozens, a
+# hosted API's tier fewer); 64 keeps one worker's threads and connections modest.
+MAX_CONCURRENCY = 64
+
 
 class LLMConfig(models.Model):
     """One per project: an OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama, ...).
@@ -33,6 +37,9 @@ class LLMConfig(models.Model):
     temperature = models.FloatField(default=0.0)
     max_tokens = models.PositiveIntegerField(default=1024, help_text="Per answer")
     requests_per_minute = models.PositiveIntegerField(default=60)
+    concurrency = models.PositiveSmallIntegerField(
+        default=8, help_text=f"Requests a run keeps in flight at once (1 to {MAX_CONCURRENCY})"
+    )
     token_cap = models.PositiveBigIntegerField(
         default=2_000_000, help_text="A run stops cleanly once it has used this many tokens (0: no cap)"
     )
@@ -85,6 +92,10 @@ class LLMConfig(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(requests_per_minute__gte=1), name="llm_config_rpm_positive"),
             models.CheckConstraint(condition=Q(timeout_seconds__gt=0), name="llm_config_timeout_positive"),
+            models.CheckConstraint(
+                condition=Q(concurrency__gte=1, concurrency__lte=MAX_CONCURRENCY),
+                name="llm_config_concurrency_range",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -163,6 +174,13 @@ class LLMRun(Job):
     token_cap = models.PositiveBigIntegerField(default=0)
     windowed_traces = models.PositiveIntegerField(default=0, help_text="Traces judged in several windows")
     window_requests = models.PositiveIntegerField(default=0, help_text="The windows of those traces")
+    # Requests sent and not yet answered, as the worker last wrote it (0 when a worker claims the run: a
+    # killed worker's requests are lost, and their traces are simply still pending).
+    in_flight = models.PositiveSmallIntegerField(default=0)
+    # The pace of this stretch of work: when the current claim began and how many traces were processed
+    # before it, so the estimate of the time left ignores the pause before a resume.
+    pace_since = models.DateTimeField(null=True, blank=True)
+    pace_base = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -188,6 +206,25 @@ class LLMRun(Job):
         if self.status == self.Status.SUCCEEDED:
             return 100
         return min(99, int(100 * self.processed / self.total)) if self.total else 0
+
+    @property
+    def seconds_left(self) -> float | None:
+        """The time left at the pace of the current claim (computed, never stored); None for a run that is
+        not running or has no pace yet."""
+        from django.utils import timezone
+
+        from annotator.llm.pace import seconds_left
+
+        if self.status != self.Status.RUNNING or self.pace_since is None:
+            return None
+        elapsed = (timezone.now() - self.pace_since).total_seconds()
+        return seconds_left(self.processed - self.pace_base, elapsed, self.total - self.processed)
+
+    @property
+    def time_left(self) -> str:
+        from annotator.llm.pace import describe
+
+        return describe(self.seconds_left) if self.status == self.Status.RUNNING else ""
 
 
 class LLMTraceResult(models.Model):

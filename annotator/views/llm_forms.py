@@ -12,6 +12,7 @@ from annotator.llm.secrets import allowed_key_envs
 from annotator.llm.urlguard import UnsafeBaseURL, check_base_url
 from annotator.llm.windows import MAX_OVERLAP
 from annotator.models import LLMConfig
+from annotator.models.llm import MAX_CONCURRENCY
 
 
 class LLMConfigForm(forms.ModelForm):
@@ -26,6 +27,8 @@ class LLMConfigForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self.fields["concurrency"].required = False
+        self.fields["concurrency"].widget.attrs.update(min=1, max=MAX_CONCURRENCY)
         names = sorted(allowed_key_envs())
         self.fields["api_key_env"].choices = [("", "none (store a key below, or no key)")] + [
             (name, f"${name}") for name in names
@@ -43,6 +46,7 @@ class LLMConfigForm(forms.ModelForm):
             "temperature",
             "max_tokens",
             "requests_per_minute",
+            "concurrency",
             "token_cap",
             "prompt_price_per_million",
             "completion_price_per_million",
@@ -57,6 +61,7 @@ class LLMConfigForm(forms.ModelForm):
             "base_url": "Base URL",
             "api_key_env": "API key environment variable",
             "requests_per_minute": "Requests per minute",
+            "concurrency": "Requests in flight at once",
             "token_cap": "Token cap per run",
             "timeout_seconds": "Request timeout (seconds)",
             "max_trace_chars": "Trace budget (characters)",
@@ -96,6 +101,14 @@ class LLMConfigForm(forms.ModelForm):
         value = self.cleaned_data["requests_per_minute"]
         if not 1 <= value <= 100_000:
             raise forms.ValidationError("From 1 to 100,000")
+        return value
+
+    def clean_concurrency(self) -> int:
+        value = self.cleaned_data["concurrency"]
+        if value is None:  # left out (an API client or an older form): keep what is set
+            return self.instance.concurrency
+        if not 1 <= value <= MAX_CONCURRENCY:
+            raise forms.ValidationError(f"From 1 to {MAX_CONCURRENCY} requests at once")
         return value
 
     def clean_timeout_seconds(self) -> float:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from django.core.cache import cache
 
+from annotator.llm.client import pause_key
 from annotator.models import LLMConfig
+from annotator.services.llm.labeller import limiter_key
 from tests.factories import BatchFactory, trace_with_steps
 from tests.llm.fake_server import FakeChatServer
 
@@ -35,15 +38,22 @@ def traces(batch):
 
 @pytest.fixture
 def llm_config(project, chat_server):
-    return LLMConfig.objects.create(
+    config = LLMConfig.objects.create(
         project=project,
         base_url=chat_server.base_url,
         model=MODEL,
         api_key_env="",
         requests_per_minute=1000,
+        # One request at a time: scripted replies then reach the traces in order. Tests of concurrency
+        # raise it.
+        concurrency=1,
         timeout_seconds=5,
         token_cap=0,
     )
+    # A Retry-After pause is kept in the shared cache by time: one left by an earlier session's fake clock
+    # under the same primary key would hold this test's requests.
+    cache.delete(pause_key(limiter_key(config)))
+    return config
 
 
 class FakeClock:

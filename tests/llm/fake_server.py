@@ -2,6 +2,10 @@
 
 Each request takes the next scripted `Reply` (status, JSON or text body, headers, a delay before answering);
 every request is recorded (headers and JSON body) so tests can check what the real client sent.
+
+A reply can be held until the test releases it (`Reply(hold=event)`), and the server counts the requests it
+is answering at this moment (`active`, `peak`): tests of concurrency wait for a condition (`wait_until`)
+instead of sleeping.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -21,6 +26,7 @@ class Reply:
     body: Any = None  # dict -> JSON; str -> text
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    hold: threading.Event | None = None  # answer only once the test sets it
 
 
 def answer(
@@ -55,6 +61,9 @@ class FakeChatServer:
         self.replies: deque[Reply] = deque()
         self.requests: list[Seen] = []
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self.active = 0  # requests being answered now
+        self.peak = 0
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -65,15 +74,28 @@ class FakeChatServer:
                     body = json.loads(raw or b"null")
                 except ValueError:
                     body = raw.decode(errors="replace")
-                with server._lock:
+                with server._changed:
                     server.requests.append(Seen(self.path, dict(self.headers.items()), body))
                     reply = (
                         server.replies.popleft()
                         if server.replies
                         else Reply(500, {"error": "no scripted reply"})
                     )
+                    server.active += 1
+                    server.peak = max(server.peak, server.active)
+                    server._changed.notify_all()
+                try:
+                    self._answer(reply)
+                finally:
+                    with server._changed:
+                        server.active -= 1
+                        server._changed.notify_all()
+
+            def _answer(self, reply: Reply) -> None:
                 if self.path != "/v1/chat/completions":
                     reply = Reply(404, {"error": {"message": f"no route {self.path}"}})
+                if reply.hold is not None:
+                    reply.hold.wait(timeout=30)  # a test that forgot to release must not hang forever
                 if reply.delay:
                     time.sleep(reply.delay)
                 payload = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
@@ -108,6 +130,12 @@ class FakeChatServer:
     def push(self, *replies: Reply) -> None:
         with self._lock:
             self.replies.extend(replies)
+
+    def wait_until(self, condition: Callable[[FakeChatServer], bool], timeout: float = 10.0) -> bool:
+        """Block until `condition(server)` holds (checked whenever a request arrives or ends); False if it
+        did not within `timeout` seconds."""
+        with self._changed:
+            return self._changed.wait_for(lambda: condition(self), timeout=timeout)
 
     def start(self) -> FakeChatServer:
         self._thread.start()

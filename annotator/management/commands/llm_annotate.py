@@ -1,4 +1,5 @@
-"""python manage.py llm_annotate SLUG --batch NAME [--limit N] [--model M] [--dry-run] [--resume ID]
+"""python manage.py llm_annotate SLUG --batch NAME [--limit N] [--model M] [--concurrency N] [--dry-run]
+[--resume ID]
 
 --dry-run prints the run's estimate (annotator.services.llm.estimate), then the first trace's prompt (of its
 first window when it is judged in windows), and calls nothing."""
@@ -13,6 +14,7 @@ from annotator.services.llm.estimate import RunEstimate, estimate_run
 from annotator.services.llm.labeller import windows_for
 from annotator.services.llm.runs import (
     LLMRunError,
+    check_concurrency,
     check_run_request,
     do_process_run,
     do_resume_run,
@@ -40,8 +42,18 @@ class Command(BaseCommand):
             help="Print the run's estimate (requests, prompt tokens, cost) and the first trace's prompt; call nothing",
         )
         parser.add_argument("--resume", type=int, metavar="RUN_ID", help="Continue a stopped or failed run")
+        parser.add_argument(
+            "--concurrency",
+            type=int,
+            metavar="N",
+            help="Requests in flight at once for this run (1 to 64; default: the project's LLM settings)",
+        )
 
-    def handle(self, *args, slug: str, batch, limit, model, dry_run: bool, resume, **options):
+    def handle(self, *args, slug: str, batch, limit, model, dry_run: bool, resume, concurrency, **options):
+        try:
+            check_concurrency(concurrency)
+        except LLMRunError as error:
+            raise CommandError(str(error), returncode=2) from None
         project = Project.objects.select_related("taxonomy_version__taxonomy").filter(slug=slug).first()
         if project is None:
             raise CommandError(f"No project {slug!r}", returncode=2)
@@ -56,8 +68,12 @@ class Command(BaseCommand):
                 run = do_start_run(project, batch_name=batch, limit=limit, model=model, enqueue=False)
             except LLMRunError as error:
                 raise CommandError(str(error), returncode=2) from None
-        self.stdout.write(f"LLM run {run.pk}: {run.model} on batch {run.batch.name}, {run.total} traces")
-        result = do_process_run(run.pk, on_progress=self._progress)
+        in_flight = concurrency or run.endpoint.get("concurrency", 1)
+        self.stdout.write(
+            f"LLM run {run.pk}: {run.model} on batch {run.batch.name}, {run.total} traces, "
+            f"up to {in_flight} requests at once"
+        )
+        result = do_process_run(run.pk, on_progress=self._progress, concurrency=concurrency)
         if result.busy:
             raise CommandError(f"Run {run.pk} is being processed by another worker", returncode=1)
         self._summary(result.run)
@@ -110,9 +126,10 @@ class Command(BaseCommand):
         self.stdout.write("\n".join(lines))
 
     def _progress(self, run: LLMRun) -> None:
+        left = f", time left: {run.time_left}" if run.time_left else ""
         self.stdout.write(
-            f"  {run.processed}/{run.total} traces: {run.done} labelled, {run.failed} failed, "
-            f"{run.skipped} skipped, {run.tokens_used:,} tokens"
+            f"  {run.processed}/{run.total} traces: {run.done} labelled, {run.in_flight} in flight, "
+            f"{run.failed} failed, {run.skipped} skipped, {run.tokens_used:,} tokens{left}"
         )
 
     def _summary(self, run: LLMRun) -> None:

@@ -208,14 +208,20 @@ class Labeller:
         return self.ask(self.prepare(trace))
 
 
+def limiter_key(config: LLMConfig) -> str:
+    """Every run and worker of one settings row shares its rate and its pause under this key."""
+    return f"cfg{config.pk}"
+
+
 def make_client(
     run: LLMRun,
     *,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] = time.time,
     transport: httpx.BaseTransport | None = None,
     max_retries: int = 4,
 ) -> ChatClient:
+    """The run's client. `sleep` None: real waits that a `cancel()` ends early (the run's stop button)."""
     config = get_config(run.project)
     snapshot = run.endpoint
     endpoint = Endpoint(
@@ -228,8 +234,9 @@ def make_client(
         json_mode=snapshot.get("json_mode", True),
         requests_per_minute=snapshot.get("requests_per_minute", 60),
     )
+    # Keyed by the settings row: every run and worker of this endpoint shares one rate and one pause.
     limiter = RateLimiter(
-        f"cfg{config.pk}", endpoint.requests_per_minute, counter=cache, clock=clock, sleep=sleep
+        limiter_key(config), endpoint.requests_per_minute, counter=cache, clock=clock, sleep=sleep
     )
     return ChatClient(
         endpoint,

@@ -16,7 +16,25 @@ into one annotation; the run counts the windowed traces and their requests); a m
 once with the reason shown to the model, then recorded as a failure with the raw answer kept (never as
 labels). Valid labels become a submitted Annotation by the rater user `llm:<model>` through the label
 importer's store (LabelHistory action "llm").
-The token cap is checked before each trace: the run then ends as "stopped: token cap reached".
+
+Concurrency: a run keeps up to `concurrency` requests in flight (the endpoint snapshot's value; the
+settings page's, or `llm_annotate --concurrency`) with a ThreadPoolExecutor. The run's own thread reads each
+trace (`Labeller.prepare`, the ORM) and records each outcome as it arrives (`_record`, one transaction); the
+pool's threads only ask (`Labeller.ask`: HTTP and parsing, no ORM). What still holds:
+
+- the rate (requests_per_minute) and a Retry-After pause are shared through the cache by every thread and
+  worker of the endpoint (annotator.llm.client.RateLimiter);
+- the token cap is checked before each trace is sent, so the requests already in flight may take the run past
+  the cap by at most `concurrency` requests; the run then ends as "stopped: token cap reached";
+- the stop button stops sending at once: attempts not yet sent are cancelled (their traces stay pending for a
+  resume) and the answers of requests already on the wire are recorded as they arrive (they are paid for).
+  Each trace is recorded at most once, whole or not at all;
+- UNAVAILABLE_LIMIT consecutive answers (in the order they arrive) that found the endpoint unavailable, or an
+  LLMConfigError, end the run as failed (and cancel what was not sent yet);
+- a `budget_seconds` slice stops sending at its end and waits for its requests in flight before returning.
+
+A worker killed mid-run loses only the requests it had in flight: their traces have no result row, so the next
+claim (a redelivered task, or `llm_annotate --resume`) asks for exactly those and the ones never sent.
 """
 
 from __future__ import annotations
@@ -24,7 +42,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -33,10 +52,11 @@ from django.db import IntegrityError, connections, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
-from annotator.llm.client import LLMConfigError
+from annotator.llm.client import ChatClient, LLMCancelled, LLMConfigError
 from annotator.llm.secrets import SecretUnreadable
 from annotator.llm.urlguard import UnsafeBaseURL, check_base_url
 from annotator.models import Annotation, LLMConfig, LLMRun, LLMTraceResult, Project
+from annotator.models.llm import MAX_CONCURRENCY
 from annotator.services.followups import schedule_report_refresh
 from annotator.services.jobs import heartbeat, send_job
 from annotator.services.label_import import LabelImportError
@@ -48,6 +68,8 @@ from traces.models import Batch, Trace
 log = logging.getLogger(__name__)
 
 CHUNK = 10
+# How often the run's thread wakes while every request is still out: to keep its lock and notice a stop.
+WAKE_SECONDS = 5.0
 # Consecutive traces that found the endpoint unavailable before the run gives up (instead of failing every
 # remaining trace one by one while the server is down).
 UNAVAILABLE_LIMIT = 3
@@ -83,6 +105,14 @@ def check_run_request(
     return batch, config, model
 
 
+def check_concurrency(value: int | None) -> int | None:
+    """`value` if it is an allowed number of requests in flight (None: the settings decide), else
+    LLMRunError saying the range."""
+    if value is not None and not 1 <= value <= MAX_CONCURRENCY:
+        raise LLMRunError(f"Concurrency must be from 1 to {MAX_CONCURRENCY} requests at once (got {value}).")
+    return value
+
+
 def endpoint_snapshot(config: LLMConfig, model: str) -> dict:
     """What a run records about its endpoint: everything that shapes the labels, never the key."""
     return {
@@ -93,6 +123,7 @@ def endpoint_snapshot(config: LLMConfig, model: str) -> dict:
         "timeout_seconds": config.timeout_seconds,
         "json_mode": config.json_mode,
         "requests_per_minute": config.requests_per_minute,
+        "concurrency": config.concurrency,
         "max_trace_chars": config.max_trace_chars,
         "long_traces": config.long_traces,
         "window_overlap_steps": config.window_overlap_steps,
@@ -191,8 +222,11 @@ def run_selection(batch_id: int, limit: int | None) -> QuerySet:
     return traces[:limit] if limit else traces
 
 
-def _record(run: LLMRun, trace: Trace, outcome: Outcome, modes: dict[str, FailureMode]) -> bool:
-    """Store the outcome (labels, result row, counters) in one transaction; False if already recorded."""
+def _record(
+    run: LLMRun, trace: Trace, outcome: Outcome, modes: dict[str, FailureMode], *, in_flight: int = 0
+) -> bool:
+    """Store the outcome (labels, result row, counters, and the requests still in flight) in one
+    transaction; False if already recorded."""
     counter = {"done": "done", "failed": "failed", "skipped": "skipped"}[outcome.status]
     with transaction.atomic():
         try:
@@ -227,13 +261,16 @@ def _record(run: LLMRun, trace: Trace, outcome: Outcome, modes: dict[str, Failur
         LLMRun.objects.filter(pk=run.pk).update(
             **{counter: F(counter) + 1},
             tokens_used=F("tokens_used") + outcome.tokens[2],
+            in_flight=in_flight,
             windowed_traces=F("windowed_traces") + int(windowed),
             window_requests=F("window_requests") + (outcome.windows if windowed else 0),
         )
     return True
 
 
-def _begin(run_id: int) -> LLMRun | None:
+def _begin(run_id: int, concurrency: int | None = None) -> LLMRun | None:
+    """Claim the run (under the caller's lock). A killed worker's requests in flight are lost: the count
+    restarts at 0. A new claim (start or resume) restarts the pace the time-left estimate uses."""
     with transaction.atomic():
         run = (
             LLMRun.objects.select_for_update(of=("self",))
@@ -242,13 +279,31 @@ def _begin(run_id: int) -> LLMRun | None:
         )
         if run.status not in LLMRun.ACTIVE_STATUSES:
             return None
+        now = timezone.now()
+        if run.status == LLMRun.Status.QUEUED or run.pace_since is None:
+            run.pace_since, run.pace_base = now, run.processed
         if run.status == LLMRun.Status.QUEUED:
             run.attempts += 1  # a new claim (a slice of a running run is not one)
+        if concurrency is not None:
+            run.endpoint = {**run.endpoint, "concurrency": concurrency}  # recorded: what this run used
         run.status = LLMRun.Status.RUNNING
-        run.started_at = run.started_at or timezone.now()
-        run.heartbeat_at = timezone.now()
+        run.started_at = run.started_at or now
+        run.heartbeat_at = now
         run.total = run_selection(run.batch_id, run.limit).count()
-        run.save(update_fields=["status", "started_at", "heartbeat_at", "attempts", "total"])
+        run.in_flight = 0
+        run.save(
+            update_fields=[
+                "status",
+                "started_at",
+                "heartbeat_at",
+                "attempts",
+                "total",
+                "in_flight",
+                "pace_since",
+                "pace_base",
+                "endpoint",
+            ]
+        )
     return run
 
 
@@ -299,21 +354,24 @@ def do_process_run(
     *,
     budget_seconds: float | None = None,
     on_progress: Callable[[LLMRun], None] | None = None,
+    concurrency: int | None = None,
     **client_options,
 ) -> RunSlice:
     """Label the run's pending traces until it is done, stopped, failed or `budget_seconds` have passed
     (then it stays "running" and `RunSlice.more` asks for the next slice).
 
-    Takes a per-run cache lock (refreshed after each trace, expiring if the worker dies): a second worker
+    Takes a per-run cache lock (refreshed while it works, expiring if the worker dies): a second worker
     handed the same run returns at once (`busy`) instead of paying for the same traces twice.
-    `client_options` (sleep, clock, transport, max_retries) go to the HTTP client; tests inject them."""
+    `concurrency` overrides the run's requests in flight from now on (recorded in its endpoint snapshot;
+    check it with `check_concurrency`). `client_options` (sleep, clock, transport, max_retries) go to the HTTP
+    client; tests inject them."""
     snapshot = LLMRun.objects.filter(pk=run_id).values_list("endpoint", flat=True).first() or {}
     lock_seconds = max(600, int(12 * float(snapshot.get("timeout_seconds", 120))))
     if not cache.add(_lock_key(run_id), "1", timeout=lock_seconds):
         log.info("LLM run %d is being processed elsewhere", run_id)
         return RunSlice(LLMRun.objects.get(pk=run_id), busy=True)
     try:
-        run = _begin(run_id)
+        run = _begin(run_id, concurrency)
         if run is not None:
             with heartbeat(LLMRun, run.pk):
                 _process(run, budget_seconds, on_progress, lock_seconds, client_options)
@@ -323,47 +381,134 @@ def do_process_run(
 
 
 def _process(run: LLMRun, budget_seconds, on_progress, lock_seconds: int, client_options: dict) -> None:
-    started = time.monotonic()
+    deadline = None if budget_seconds is None else time.monotonic() + budget_seconds
     try:
         client = make_client(run, **client_options)
     except SecretUnreadable as error:
         _finish(run, LLMRun.Status.FAILED, error=str(error))
         return
-    unavailable = 0
     with client:
-        labeller = Labeller(run, client)
-        pending = _pending(run)
-        for start in range(0, len(pending), CHUNK):
-            chunk = pending[start : start + CHUNK]
-            labelled = _already_labelled(run, chunk)
+        _Flight(run, client, deadline, on_progress, lock_seconds).fly()
+
+
+class _Flight:
+    """One slice of a run: up to `concurrency` asks in a thread pool, each outcome recorded by this thread as
+    it arrives. The rules a run keeps are in the module's docstring."""
+
+    def __init__(self, run: LLMRun, client: ChatClient, deadline, on_progress, lock_seconds: int):
+        self.run, self.client, self.deadline = run, client, deadline
+        self.on_progress, self.lock_seconds = on_progress, lock_seconds
+        self.labeller = Labeller(run, client)
+        self.concurrency = int(run.endpoint.get("concurrency") or 1)
+        self.flying: dict[Future, Trace] = {}
+        self.sending = True  # False once the run must stop sending (stopped, capped, failed, out of time)
+        # (status, reason, error) this slice ends the run with, once decided (the first reason wins).
+        self.ending: tuple[str, str, str] | None = None
+        self.stopped_elsewhere = False  # the owner (or the reconciliation) ended the run meanwhile
+        self.unavailable = 0
+
+    def fly(self) -> None:
+        traces = self._traces()
+        exhausted = False
+        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix=f"llm-run-{self.run.pk}")
+        try:
+            while True:
+                sent = False
+                while self.sending and not exhausted and len(self.flying) < self.concurrency:
+                    item = next(traces, None)
+                    if item is None:
+                        exhausted = True
+                        break
+                    if not self._may_send():
+                        break  # `item` stays pending
+                    trace, labelled = item
+                    if labelled:
+                        skipped = Outcome(
+                            LLMTraceResult.Status.SKIPPED, error=f"already labelled by {self.run.rater}"
+                        )
+                        self._store(trace, skipped)
+                        continue
+                    request = self.labeller.prepare(trace)
+                    self.flying[pool.submit(self.labeller.ask, request)] = trace
+                    sent = True
+                if sent:
+                    LLMRun.objects.filter(pk=self.run.pk).update(in_flight=len(self.flying))
+                if not self.flying:
+                    break
+                done, _ = wait(self.flying, timeout=WAKE_SECONDS, return_when=FIRST_COMPLETED)
+                cache.touch(_lock_key(self.run.pk), self.lock_seconds)
+                for future in done:
+                    self._collect(future)
+                if self.sending and not done:
+                    self._may_send()  # nothing came back for a while: notice a stop without waiting
+        except BaseException:
+            # This worker dies here, as if killed: what it had in flight is lost (its traces stay pending
+            # for the next claim), and nothing more is sent.
+            self.client.cancel()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+            LLMRun.objects.filter(pk=self.run.pk).update(in_flight=0)
+        if self.ending is not None:
+            status, reason, error = self.ending
+            _finish(self.run, status, reason=reason, error=error)
+        elif exhausted and not self.stopped_elsewhere:
+            _finish_all(self.run)
+        # else: out of time (the run stays running: the caller enqueues the next slice) or stopped meanwhile
+
+    def _traces(self) -> Iterator[tuple[Trace, bool]]:
+        """The pending traces in order, read a chunk at a time, each with whether the rater already labelled
+        it (then it is skipped, not asked)."""
+        pending = _pending(self.run)
+        size = max(CHUNK, 2 * self.concurrency)
+        for start in range(0, len(pending), size):
+            chunk = pending[start : start + size]
+            labelled = _already_labelled(self.run, chunk)
             for trace in Trace.objects.filter(pk__in=chunk).order_by("id"):
-                status, tokens_used = (
-                    LLMRun.objects.filter(pk=run.pk).values_list("status", "tokens_used").get()
-                )
-                if status != LLMRun.Status.RUNNING:
-                    return  # stopped by the owner meanwhile
-                if run.token_cap and tokens_used >= run.token_cap:
-                    _finish(run, LLMRun.Status.STOPPED, reason=TOKEN_CAP_REACHED)
-                    return
-                if trace.pk in labelled:
-                    outcome = Outcome(LLMTraceResult.Status.SKIPPED, error=f"already labelled by {run.rater}")
-                else:
-                    try:
-                        outcome = labeller.label(trace)
-                    except LLMConfigError as error:
-                        _finish(run, LLMRun.Status.FAILED, error=client.redact(str(error)))
-                        return
-                _record(run, trace, outcome, labeller.modes)
-                cache.touch(_lock_key(run.pk), lock_seconds)
-                unavailable = unavailable + 1 if outcome.unavailable else 0
-                if on_progress:
-                    on_progress(LLMRun.objects.get(pk=run.pk))
-                if unavailable >= UNAVAILABLE_LIMIT:
-                    _finish(run, LLMRun.Status.FAILED, error=f"the endpoint is unavailable: {outcome.error}")
-                    return
-            if budget_seconds is not None and time.monotonic() - started > budget_seconds:
-                return
-    _finish_all(run)
+                yield trace, trace.pk in labelled
+
+    def _may_send(self) -> bool:
+        """Whether one more request may go: the run is still running, under its token cap, in its time."""
+        if not self.sending:
+            return False
+        status, tokens_used = LLMRun.objects.filter(pk=self.run.pk).values_list("status", "tokens_used").get()
+        if status != LLMRun.Status.RUNNING:
+            # Stopped by the owner: nothing more leaves; what is on the wire is still recorded.
+            self.stopped_elsewhere = True
+            self._stop(cancel=True)
+        elif self.run.token_cap and tokens_used >= self.run.token_cap:
+            self._stop(LLMRun.Status.STOPPED, reason=TOKEN_CAP_REACHED)
+        elif self.deadline is not None and time.monotonic() > self.deadline:
+            self._stop()
+        return self.sending
+
+    def _stop(self, status: str = "", *, reason: str = "", error: str = "", cancel: bool = False) -> None:
+        self.sending = False
+        if status and self.ending is None:
+            self.ending = (status, reason, error)
+        if cancel:
+            self.client.cancel()
+
+    def _collect(self, future: Future) -> None:
+        trace = self.flying.pop(future)
+        try:
+            outcome = future.result()
+        except LLMCancelled:
+            return  # never sent: the trace stays pending
+        except LLMConfigError as error:
+            self._stop(LLMRun.Status.FAILED, error=self.client.redact(str(error)), cancel=True)
+            return
+        self._store(trace, outcome)
+        self.unavailable = self.unavailable + 1 if outcome.unavailable else 0
+        if self.unavailable >= UNAVAILABLE_LIMIT:
+            reason = f"the endpoint is unavailable: {outcome.error}"
+            self._stop(LLMRun.Status.FAILED, error=reason, cancel=True)
+
+    def _store(self, trace: Trace, outcome: Outcome) -> None:
+        _record(self.run, trace, outcome, self.labeller.modes, in_flight=len(self.flying))
+        cache.touch(_lock_key(self.run.pk), self.lock_seconds)
+        if self.on_progress:
+            self.on_progress(LLMRun.objects.get(pk=self.run.pk))
 
 
 def _finish_all(run: LLMRun) -> None:
@@ -400,7 +545,11 @@ def run_progress(run: LLMRun, *, failures: int = 20, hide: QuerySet | None = Non
         "failed": run.failed,
         "skipped": run.skipped,
         "processed": run.processed,
+        "in_flight": run.in_flight,
+        "concurrency": run.endpoint.get("concurrency", 1),
         "percent": run.percent,
+        "seconds_left": run.seconds_left,
+        "time_left": run.time_left,
         "tokens_used": run.tokens_used,
         "token_cap": run.token_cap,
         "windowed_traces": run.windowed_traces,
