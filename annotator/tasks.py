@@ -85,7 +85,7 @@ def run_llm_job(run_id: int) -> str:
     that finds the run held by another worker looks again a minute later, so a run whose worker died
     resumes once that worker's lock expires.
     """
-    from annotator.services.llm.runs import do_process_run
+    from annotator.services.llm.process import do_process_run
 
     result = do_process_run(run_id, budget_seconds=settings.LLM_TASK_SECONDS)
     if result.more:

@@ -12,11 +12,11 @@ from annotator.models import LLMRun, Project
 from annotator.services.llm.config import current_prompt
 from annotator.services.llm.estimate import RunEstimate, estimate_run
 from annotator.services.llm.labeller import windows_for
+from annotator.services.llm.process import do_process_run
 from annotator.services.llm.runs import (
     LLMRunError,
     check_concurrency,
     check_run_request,
-    do_process_run,
     do_resume_run,
     do_start_run,
     run_progress,
