@@ -122,3 +122,12 @@ def test_run_status_stop_and_resume(client, project, owner, traces, llm_config):
     assert "stopped: stopped by the owner" in stopped and "Resume" in stopped
     resumed = client.post(page(project, f"runs/{run.pk}/resume/"), **HX).content.decode()
     assert "queued" in resumed
+
+
+def test_the_runs_card_says_a_thing_once_not_again_in_every_run(client, project, owner, batch, llm_config):
+    client.force_login(owner)
+    html = client.post(page(project, "runs/"), {"batch": "run-1"}, **HX).content.decode()
+    assert html.count("Run ") >= 1 and html.count(" queued.") == 1
+    # A refused second start: its reason once, at the form, not inside the run already listed.
+    html = client.post(page(project, "runs/"), {"batch": "nope"}, **HX).content.decode()
+    assert html.count("No batch") == 1 and 'id="llm-run-' in html
