@@ -75,21 +75,21 @@ def test_a_reading_is_the_same_every_time_and_says_no_failure_when_there_is_none
 
 
 def test_plain_symptoms_are_sometimes_overlooked_judgement_calls_never():
-    """Over the demo's traces each annotator misses some plain symptoms (real disagreements), never all."""
-    traces = list(synthetic_traces(40, steps=24, seed=7))
+    """Over the demo's traces the annotators miss a few plain symptoms (real disagreements), never most."""
     seen = missed = 0
-    for trace in traces:
+    for trace in synthetic_traces(40, steps=24, seed=7):
         steps = [
             DemoStep(i, s.kind, s.agent or "", s.content or "", s.tool_name or "")
             for i, s in enumerate(trace.steps)
         ]
         every = {f.mode for f in findings(steps, trace.outcome, LENIENT)}
-        reading = read_trace(steps, trace.outcome, LENIENT, reader="bob", trace=trace.external_id)
-        assert every >= reading.modes and {"FM-1.3", "FM-2.6"} & every <= reading.modes
         plain = every - {"FM-1.3", "FM-2.6"}
-        seen += len(plain)
-        missed += len(plain - reading.modes)
-    assert seen and 0 < missed < seen / 2
+        for reader in ("alice", "bob"):
+            reading = read_trace(steps, trace.outcome, LENIENT, reader=reader, trace=trace.external_id)
+            assert every >= reading.modes and every - plain <= reading.modes
+            seen += len(plain)
+            missed += len(plain - reading.modes)
+    assert seen and 0 < missed < seen / 4
 
 
 def test_the_adjudicator_takes_the_answer_that_matches_the_strict_reading():
