@@ -55,8 +55,10 @@ def do_seed_demo(*, n_traces: int = 40, work_dir: Path) -> str:
     """Create the demo (idempotent: a second run creates nothing and labels nothing) and return a summary."""
     project, summary = _seed_project(n_traces=n_traces, work_dir=work_dir)
     if _seed_labelled_start(project):
-        # The follow-ups of the submits run after commit, and with a worker not at once: the report and the
-        # default signatures are computed here, so the first page view shows them.
+        # The submits' follow-ups run after commit, and with a worker only when it gets to them: the refresh
+        # they schedule is done here, so the agreement report is stored before the server starts (and the
+        # default signatures too, where the cache is shared with the server: Redis; else the page computes
+        # them on first view).
         do_refresh_reports(project.pk)
         do_refresh_signatures(project.pk)
     return f"{summary}; {_progress(project)}"
