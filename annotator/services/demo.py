@@ -19,7 +19,6 @@ from django.db import transaction
 from annotator.demo_readings import STRICT, DemoStep, Habits, Reading, adjudicate, findings, read_trace
 from annotator.models import AdjudicationItem, Annotation, Assignment, Membership, Project
 from annotator.services import adjudication
-from annotator.services.adjudication import do_check_traces
 from annotator.services.annotations import do_save_draft, do_submit_annotation
 from annotator.services.assignment import do_assign, do_claim_next
 from annotator.services.comparison import item_annotations
@@ -122,7 +121,7 @@ def _seed_labelled_start(project: Project) -> bool:
         labelled |= _annotate(project, members[name], DEMO_HABITS[name], count)
     # The check the submits schedule runs after commit (or on a worker): the decisions need it now. It is
     # idempotent, so the scheduled one then finds nothing to change.
-    do_check_traces(project.pk, labelled)
+    adjudication.do_check_traces(project.pk, labelled)
     _adjudicate(project, members["carol"])
     return True
 
