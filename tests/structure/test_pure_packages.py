@@ -25,6 +25,7 @@ PURE_MODULES = [
     "annotator.llm.prompt",
     "annotator.llm.windows",
     "annotator.assignment_strategy",
+    "annotator.demo_readings",
     "annotator.triage",
     "annotator.triage.signals",
     "annotator.triage.curve",

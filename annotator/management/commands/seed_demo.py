@@ -1,3 +1,4 @@
+import logging
 import os
 from pathlib import Path
 
@@ -10,14 +11,23 @@ from annotator.services.demo import DEMO_USERS, do_seed_demo
 class Command(BaseCommand):
     help = (
         "Create the demo: generated sample traces, a project on MAST, an owner, two annotators and an "
-        "adjudicator (logins printed). Idempotent: running it again creates nothing new. For local use only."
+        "adjudicator (logins printed), with the first traces already labelled by both annotators and a few "
+        "disputes decided. Idempotent: running it again creates nothing new. For local use only."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("--traces", type=int, default=40, help="Number of generated traces (default 40)")
 
     def handle(self, *args, traces: int, **options):
-        summary = do_seed_demo(n_traces=traces, work_dir=Path(settings.VAR_DIR) / "demo")
+        # Each of the demo's submits runs its follow-up tasks inline (Celery eager), and Celery logs every
+        # task it ran: a hundred lines a newcomer's first command does not need above the logins.
+        trace_log = logging.getLogger("celery.app.trace")
+        level = trace_log.level
+        trace_log.setLevel(max(level, logging.WARNING))
+        try:
+            summary = do_seed_demo(n_traces=traces, work_dir=Path(settings.VAR_DIR) / "demo")
+        finally:
+            trace_log.setLevel(level)
         self.stdout.write(self.style.SUCCESS(summary))
         self.stdout.write("")
         # `make run` passes its HOST and PORT, so the address printed is the one being served.
