@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import generics, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotator.access import ProjectAccess, access_trace
+from annotator.search.filters import ORDERINGS, OUTCOMES, STATES, STEP_KINDS, FilterError, parse
+from annotator.search.service import StepMatch, filtered_traces, step_matches
 from traces.models import Step, StepKind, Trace
 from traces.viewer import StepFilter, search_steps
 
@@ -80,14 +82,111 @@ class SearchResultSerializer(serializers.Serializer):
     total = serializers.IntegerField()
 
 
-class ProjectTraceList(generics.ListAPIView):
-    """Traces of the project (annotators: only theirs), paginated, with step counts and no step content."""
+class StepMatchSerializer(serializers.Serializer):
+    index = serializers.IntegerField(help_text="The step's index (open the viewer at ?step=INDEX#step-INDEX)")
+    kind = serializers.CharField()
+    snippet = serializers.CharField(help_text="Plain text around the first hit (not HTML)")
 
-    serializer_class = TraceSerializer
+
+class TraceHitSerializer(TraceSerializer):
+    matches = serializers.SerializerMethodField(
+        help_text="With `q`: the best matching steps (up to 3), best first; empty without `q`."
+    )
+
+    class Meta(TraceSerializer.Meta):
+        fields = [*TraceSerializer.Meta.fields, "matches"]
+
+    @extend_schema_field(StepMatchSerializer(many=True))
+    def get_matches(self, trace: Trace) -> list[dict[str, Any]]:
+        found: list[StepMatch] = self.context.get("matches", {}).get(trace.pk, [])
+        return StepMatchSerializer(found, many=True).data
+
+
+def _choices_help(values) -> str:
+    return ", ".join(values)
+
+
+class TraceFilterParams(serializers.Serializer):
+    """The trace filter language (annotator/search/filters.py; docs/search.md): documentation only, the
+    parser is `annotator.search.filters.parse`, whose errors answer 400 naming the parameter."""
+
+    batch = serializers.CharField(required=False, help_text="A batch's id or name")
+    benchmark = serializers.CharField(required=False)
+    model = serializers.CharField(required=False)
+    system = serializers.CharField(required=False, help_text="Agent system / framework")
+    outcome = serializers.ChoiceField(OUTCOMES, required=False)
+    score_min = serializers.FloatField(required=False)
+    score_max = serializers.FloatField(required=False)
+    steps_min = serializers.IntegerField(required=False, min_value=0)
+    steps_max = serializers.IntegerField(required=False, min_value=0)
+    meta = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="key:value on the metadata (repeatable)"
+    )
+    state = serializers.ChoiceField(
+        STATES,
+        required=False,
+        help_text="Label state; in_adjudication and gold only for owners and adjudicators who are not blind",
+    )
+    gold_mode = serializers.CharField(required=False, help_text="A mode code in the gold (reviewers only)")
+    human_mode = serializers.CharField(
+        required=False, help_text="A mode code in any submitted human annotation (reviewers only)"
+    )
+    llm_mode = serializers.CharField(
+        required=False, help_text="A mode code in an LLM rater's labels (reviewers)"
+    )
+    disputed_mode = serializers.CharField(
+        required=False, help_text="A mode code the annotators disagree on (reviewers only)"
+    )
+    evidence_kind = serializers.ChoiceField(
+        STEP_KINDS, required=False, help_text="A label's evidence on a step of this kind (reviewers only)"
+    )
+    evidence_tool = serializers.CharField(
+        required=False, help_text="A label's evidence on a step calling this tool (reviewers only)"
+    )
+    tool = serializers.CharField(required=False, help_text="A step calls this tool (exact name)")
+    tool_args = serializers.CharField(required=False, help_text="Text in a step's tool arguments")
+    q = serializers.CharField(required=False, help_text="Full-text search of step content (ranked)")
+    ordering = serializers.ChoiceField(
+        [*ORDERINGS, *(f"-{o}" for o in ORDERINGS)],
+        required=False,
+        help_text="Sort column, - for descending; rank (needs q) is the default with q; id breaks ties",
+    )
+
+
+def trace_filter(params):
+    """Parse the filter of a request; a bad parameter is a 400 naming it (the shared error shape)."""
+    try:
+        return parse(params)
+    except FilterError as error:
+        raise serializers.ValidationError({error.param: [error.message]}) from None
+
+
+@extend_schema(parameters=[TraceFilterParams])
+class ProjectTraceList(generics.ListAPIView):
+    """Traces of the project (annotators: only theirs), filtered, sorted and searched (the trace filter
+    language, docs/search.md), paginated with the count of the whole filtered set; no step content except
+    the matching steps' snippets of a search."""
+
+    serializer_class = TraceHitSerializer
 
     def get_queryset(self):
         access = ProjectAccess.load(self.request.user, self.kwargs["slug"])
-        return access.traces().defer("metadata", "answer_key").order_by("id")
+        self.filter = trace_filter(self.request.query_params)
+        try:
+            traces = filtered_traces(access, self.filter)
+        except FilterError as error:
+            raise serializers.ValidationError({error.param: [error.message]}) from None
+        return traces.defer("metadata", "answer_key")
+
+    def get_serializer(self, *args, **kwargs):
+        if args and self.filter.q:
+            page = list(args[0])
+            kwargs["context"] = {
+                **self.get_serializer_context(),
+                "matches": step_matches(self.filter, [trace.pk for trace in page]),
+            }
+            args = (page, *args[1:])
+        return super().get_serializer(*args, **kwargs)
 
 
 class ProjectTraceDetail(generics.RetrieveAPIView):

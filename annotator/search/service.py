@@ -1,0 +1,331 @@
+"""The ORM bridge of the filter language: a `TraceFilter` compiled to a queryset of one project's traces, as
+one user may see them (annotator.access), and the matching steps of a page of search results.
+
+Full-text search of step content: on PostgreSQL `to_tsvector('simple', content) @@ plainto_tsquery(...)`,
+served by the GIN expression index of migration traces 0012 and ranked by `ts_rank` (the best step of a
+trace ranks the trace); words match whole ('simple' config: no stemming, no stop words). On SQLite (the
+embedded demo) every word must occur in one step as a substring (LIKE), and a trace ranks by how many of
+its steps match: fine at demo scale, no index.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from django.core.exceptions import PermissionDenied
+from django.db import connection
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.expressions import RawSQL
+from django.db.models.fields.json import KeyTransform
+from django.db.models.functions import Coalesce
+
+from annotator.access import ProjectAccess
+from annotator.models import AdjudicationItem, Annotation, Assignment, GoldLabel, LabelApplication
+from annotator.raters import fills_overlap_q, human_q, llm_q
+from annotator.search.filters import FilterError, TraceFilter, snippet
+from taxonomy.models import FailureMode
+from traces.models import Step, Trace
+
+MATCHES_PER_TRACE = 3
+_ORDER_FIELDS = {
+    "external_id": "external_id",
+    "model": "model",
+    "outcome": "outcome",
+    "score": "score",
+    "steps": "step_count",
+    "batch": "batch__name",
+    "created": "created_at",
+    "rank": "search_rank",
+}
+_GOLD_STATUSES = (AdjudicationItem.Status.AGREED, AdjudicationItem.Status.RESOLVED)
+_TS_MATCH = "to_tsvector('simple', {col}) @@ plainto_tsquery('simple', %s)"
+_TS_RANK = "ts_rank(to_tsvector('simple', {col}), plainto_tsquery('simple', %s))"
+
+
+@dataclass
+class StepMatch:
+    index: int
+    kind: str
+    segments: list[tuple[str, bool]] = field(default_factory=list)
+
+    @property
+    def snippet(self) -> str:
+        return "".join(text for text, _ in self.segments)
+
+
+def _is_postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def check_blind(access: ProjectAccess, flt: TraceFilter, scope: QuerySet[Trace]) -> None:
+    """Refuse filters on other raters' labels, the gold or the adjudication state (403) to annotators and
+    viewers, and to an owner or adjudicator still blind on a trace in `scope` (what the filter would reveal
+    something about): blind beats every role (annotator.access)."""
+    if not flt.reveals_labels:
+        return
+    names = ", ".join(flt.label_params)
+    if not access.is_reviewer:
+        raise PermissionDenied(
+            f"{names}: filters on other raters' labels, the gold or the adjudication state are for owners "
+            "and adjudicators (blind labelling). You may search content and filter by trace data."
+        )
+    blind = scope.filter(pk__in=access.blind_trace_ids()).count() if access.blind_count else 0
+    if blind:
+        raise PermissionDenied(
+            f"{names}: you still have {blind} trace(s) to annotate among the traces this filter looks at; "
+            "filters on other raters' labels open once you have submitted them (blind labelling)."
+        )
+
+
+def _known_modes(access: ProjectAccess, flt: TraceFilter) -> None:
+    wanted = {
+        name: getattr(flt, name)
+        for name in ("gold_mode", "human_mode", "llm_mode", "disputed_mode")
+        if getattr(flt, name)
+    }
+    if not wanted:
+        return
+    known = set(
+        FailureMode.objects.filter(
+            version_id=access.project.taxonomy_version_id, code__in=wanted.values()
+        ).values_list("code", flat=True)
+    )
+    for name, code in wanted.items():
+        if code not in known:
+            raise FilterError(name, f"no failure mode '{code}' in this project's taxonomy")
+
+
+def _batch_q(value: str) -> Q:
+    return Q(batch_id=int(value)) | Q(batch__name=value) if value.isdigit() else Q(batch__name=value)
+
+
+def _content_filtered(access: ProjectAccess, flt: TraceFilter) -> QuerySet[Trace]:
+    """The filters on the traces' own data and content: open to every member on the traces they may open."""
+    traces = access.traces()
+    for name in ("benchmark", "model", "system", "outcome"):
+        if getattr(flt, name):
+            traces = traces.filter(**{name: getattr(flt, name)})
+    if flt.batch:
+        traces = traces.filter(_batch_q(flt.batch))
+    if flt.score_min is not None:
+        traces = traces.filter(score__gte=flt.score_min)
+    if flt.score_max is not None:
+        traces = traces.filter(score__lte=flt.score_max)
+    if flt.steps_min is not None:
+        traces = traces.filter(step_count__gte=flt.steps_min)
+    if flt.steps_max is not None:
+        traces = traces.filter(step_count__lte=flt.steps_max)
+    for number, (key, value) in enumerate(flt.meta):
+        alias = f"meta_{number}"
+        traces = traces.alias(**{alias: KeyTransform(key, "metadata")}).filter(_meta_q(alias, value))
+    if flt.tool or flt.tool_args:
+        steps = Step.objects.all()
+        if flt.tool:
+            steps = steps.filter(tool_name=flt.tool)
+        if flt.tool_args:
+            steps = steps.filter(tool_args__icontains=flt.tool_args)
+        traces = traces.filter(pk__in=steps.values("trace_id"))
+    if flt.q:
+        traces = traces.filter(pk__in=_matching_steps(flt).values("trace_id"))
+    return traces
+
+
+def _meta_q(alias: str, value: str) -> Q:
+    """The metadata value as text, or as the JSON number / true / false it spells (`n_agents:3`)."""
+    match = Q(**{alias: value})
+    if value in ("true", "false"):
+        return match | Q(**{alias: value == "true"})
+    try:
+        number = float(value)
+    except ValueError:
+        return match
+    if math.isfinite(number):
+        match |= Q(**{alias: int(number) if number.is_integer() else number})
+    return match
+
+
+def _matching_steps(flt: TraceFilter, steps: QuerySet[Step] | None = None) -> QuerySet[Step]:
+    steps = Step.objects.all() if steps is None else steps
+    if _is_postgres():
+        return steps.extra(where=[_TS_MATCH.format(col='"traces_step"."content"')], params=[flt.q])
+    for term in flt.terms:
+        steps = steps.filter(content__icontains=term)
+    return steps
+
+
+def _slots(access: ProjectAccess) -> QuerySet[Assignment]:
+    """The overlap's slots of the outer trace, as the project page counts them."""
+    project = access.project
+    return (
+        Assignment.objects.work()
+        .filter(project=project, trace=OuterRef("pk"))
+        .filter(fills_overlap_q(project.imported_labels_count_toward_overlap, "annotator"))
+    )
+
+
+def _state_q(access: ProjectAccess, state: str) -> Q:
+    project = access.project
+    slots = _slots(access)
+    done = Q(submitted_slots__gte=project.overlap)
+    items = AdjudicationItem.objects.filter(project=project, trace=OuterRef("pk"))
+    if state == "unassigned":
+        return ~Exists(slots)
+    if state == "in_progress":
+        return Exists(slots) & ~done
+    if state == "complete":
+        return done
+    if state == "in_adjudication":
+        return Exists(items.filter(status=AdjudicationItem.Status.OPEN))
+    return Exists(items.filter(status__in=_GOLD_STATUSES))
+
+
+def _submitted_slots(access: ProjectAccess):
+    submitted = (
+        _slots(access)
+        .filter(status=Assignment.Status.SUBMITTED)
+        .order_by()
+        .values("trace")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return Coalesce(Subquery(submitted, output_field=IntegerField()), Value(0))
+
+
+def _labels(access: ProjectAccess, code: str) -> QuerySet[LabelApplication]:
+    return LabelApplication.objects.filter(
+        annotation__assignment__project=access.project,
+        annotation__assignment__purpose=Assignment.Purpose.WORK,
+        annotation__assignment__trace=OuterRef("pk"),
+        annotation__status=Annotation.Status.SUBMITTED,
+        mode__version_id=access.project.taxonomy_version_id,
+        mode__code=code,
+    )
+
+
+def _disputed_q(access: ProjectAccess, code: str) -> Q:
+    """Among the submitted annotations that fill the overlap, one names the mode and another does not."""
+    project = access.project
+    fills = fills_overlap_q(project.imported_labels_count_toward_overlap, "annotation__assignment__annotator")
+    has = _labels(access, code).filter(fills)
+    lacks = Annotation.objects.filter(
+        fills_overlap_q(project.imported_labels_count_toward_overlap, "assignment__annotator"),
+        assignment__project=project,
+        assignment__purpose=Assignment.Purpose.WORK,
+        assignment__trace=OuterRef("pk"),
+        status=Annotation.Status.SUBMITTED,
+    ).exclude(Exists(LabelApplication.objects.filter(annotation=OuterRef("pk"), mode__code=code)))
+    return Exists(has) & Exists(lacks)
+
+
+def _evidence_sql(flt: TraceFilter, project_id: int) -> RawSQL:
+    """Trace ids with a submitted label whose evidence names a step of the kind / tool asked for. Evidence
+    is a JSON list of {"step": n, ...} on the label, so this joins through it per database."""
+    conditions, params = ["s.project_id = %s", "s.purpose = 'work'", "an.status = 'submitted'"], [project_id]
+    if flt.evidence_kind:
+        conditions.append("st.kind = %s")
+        params.append(flt.evidence_kind)
+    if flt.evidence_tool:
+        conditions.append("st.tool_name = %s")
+        params.append(flt.evidence_tool)
+    if _is_postgres():
+        each = (
+            "CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(la.evidence) = 'array' "
+            "THEN la.evidence ELSE '[]'::jsonb END) ev "
+            'JOIN traces_step st ON st.trace_id = s.trace_id AND st."index" = '
+            "(CASE WHEN jsonb_typeof(ev->'step') = 'number' THEN (ev->>'step')::numeric::bigint END)"
+        )
+    else:
+        each = (
+            ", json_each(CASE WHEN json_type(la.evidence) = 'array' THEN la.evidence ELSE '[]' END) ev "
+            'JOIN traces_step st ON st.trace_id = s.trace_id AND st."index" = '
+            "(CASE WHEN ev.type = 'object' THEN json_extract(ev.value, '$.step') END)"
+        )
+    sql = (
+        "SELECT s.trace_id FROM annotator_labelapplication la "
+        "JOIN annotator_annotation an ON an.id = la.annotation_id "
+        f"JOIN annotator_assignment s ON s.id = an.assignment_id {each} WHERE " + " AND ".join(conditions)
+    )
+    return RawSQL(sql, params)
+
+
+def filtered_traces(access: ProjectAccess, flt: TraceFilter) -> QuerySet[Trace]:
+    """The traces matching `flt` that this member may open, in the filter's order (id breaks ties).
+
+    Raises FilterError (an unknown mode code: 400 naming the parameter) and PermissionDenied (a filter on
+    labels from someone who may not see them: 403 saying why)."""
+    _known_modes(access, flt)
+    traces = _content_filtered(access, flt)
+    check_blind(access, flt, traces)
+    project = access.project
+    if flt.state:
+        if flt.state in ("in_progress", "complete"):
+            traces = traces.annotate(submitted_slots=_submitted_slots(access))
+        traces = traces.filter(_state_q(access, flt.state))
+    if flt.gold_mode:
+        gold = GoldLabel.objects.filter(
+            item__project=project,
+            item__trace=OuterRef("pk"),
+            item__status__in=_GOLD_STATUSES,
+            mode__code=flt.gold_mode,
+        )
+        traces = traces.filter(Exists(gold))
+    if flt.human_mode:
+        traces = traces.filter(
+            Exists(_labels(access, flt.human_mode).filter(human_q("annotation__assignment__annotator")))
+        )
+    if flt.llm_mode:
+        traces = traces.filter(
+            Exists(_labels(access, flt.llm_mode).filter(llm_q("annotation__assignment__annotator")))
+        )
+    if flt.disputed_mode:
+        traces = traces.filter(_disputed_q(access, flt.disputed_mode))
+    if flt.evidence_kind or flt.evidence_tool:
+        traces = traces.filter(pk__in=_evidence_sql(flt, project.pk))
+    return _ordered(traces, flt)
+
+
+def _ordered(traces: QuerySet[Trace], flt: TraceFilter) -> QuerySet[Trace]:
+    column, descending = flt.order_key
+    if not column:
+        return traces.order_by("id")
+    if column == "rank":
+        traces = traces.annotate(search_rank=rank_expression(flt))
+    expression = F(_ORDER_FIELDS[column])
+    expression = expression.desc(nulls_last=True) if descending else expression.asc(nulls_last=True)
+    return traces.order_by(expression, "id")
+
+
+def rank_expression(flt: TraceFilter):
+    """A trace's search rank: its best step's ts_rank (PostgreSQL), or how many steps match (SQLite)."""
+    if _is_postgres():
+        col = "st.content"
+        return RawSQL(
+            f"(SELECT max({_TS_RANK.format(col=col)}) FROM traces_step st "
+            f'WHERE st.trace_id = "traces_trace"."id" AND {_TS_MATCH.format(col=col)})',
+            [flt.q, flt.q],
+        )
+    steps = _matching_steps(flt, Step.objects.filter(trace_id=OuterRef("pk")))
+    count = steps.order_by().values("trace_id").annotate(n=Count("index")).values("n")
+    return Coalesce(Subquery(count, output_field=IntegerField()), Value(0))
+
+
+def step_matches(flt: TraceFilter, trace_ids: list[int]) -> dict[int, list[StepMatch]]:
+    """The best few matching steps of each trace on a page of results, with a snippet each."""
+    if not flt.q or not trace_ids:
+        return {}
+    steps = _matching_steps(flt, Step.objects.filter(trace_id__in=trace_ids)).only(
+        "trace_id", "index", "kind", "content"
+    )
+    if _is_postgres():
+        steps = steps.extra(
+            select={"step_rank": _TS_RANK.format(col='"traces_step"."content"')}, select_params=[flt.q]
+        ).order_by("trace_id", "-step_rank", "index")
+    else:
+        steps = steps.order_by("trace_id", "index")
+    found: dict[int, list[StepMatch]] = {}
+    for step in steps[: len(trace_ids) * 50]:
+        mine = found.setdefault(step.trace_id, [])
+        if len(mine) < MATCHES_PER_TRACE:
+            mine.append(StepMatch(step.index, step.kind, snippet(step.content, flt.terms)))
+    return found
