@@ -15,7 +15,21 @@ from dataclasses import dataclass, field
 
 from django.core.exceptions import PermissionDenied
 from django.db import connection
-from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import (
+    BooleanField,
+    Count,
+    Exists,
+    F,
+    FloatField,
+    Func,
+    IntegerField,
+    Max,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+)
 from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Coalesce
@@ -39,8 +53,29 @@ _ORDER_FIELDS = {
     "rank": "search_rank",
 }
 _GOLD_STATUSES = (AdjudicationItem.Status.AGREED, AdjudicationItem.Status.RESOLVED)
-_TS_MATCH = "to_tsvector('simple', {col}) @@ plainto_tsquery('simple', %s)"
-_TS_RANK = "ts_rank(to_tsvector('simple', {col}), plainto_tsquery('simple', %s))"
+
+
+class _TsExpression(Func):
+    """`to_tsvector('simple', column)` against `plainto_tsquery('simple', text)`: the very expression of
+    the GIN index of migration traces 0012, so the planner can use it (PostgreSQL only)."""
+
+    pattern = ""
+
+    def as_sql(self, compiler, connection, **extra):
+        column, column_params = compiler.compile(self.source_expressions[0])
+        text, text_params = compiler.compile(self.source_expressions[1])
+        vector, query = f"to_tsvector('simple', {column})", f"plainto_tsquery('simple', {text})"
+        return self.pattern.format(vector=vector, query=query), [*column_params, *text_params]
+
+
+class TsMatch(_TsExpression):
+    pattern = "{vector} @@ {query}"
+    output_field = BooleanField()
+
+
+class TsRank(_TsExpression):
+    pattern = "ts_rank({vector}, {query})"
+    output_field = FloatField()
 
 
 @dataclass
@@ -148,7 +183,7 @@ def _meta_q(alias: str, value: str) -> Q:
 def _matching_steps(flt: TraceFilter, steps: QuerySet[Step] | None = None) -> QuerySet[Step]:
     steps = Step.objects.all() if steps is None else steps
     if _is_postgres():
-        return steps.extra(where=[_TS_MATCH.format(col='"traces_step"."content"')], params=[flt.q])
+        return steps.filter(TsMatch(F("content"), Value(flt.q)))
     for term in flt.terms:
         steps = steps.filter(content__icontains=term)
     return steps
@@ -298,15 +333,11 @@ def _ordered(traces: QuerySet[Trace], flt: TraceFilter) -> QuerySet[Trace]:
 
 def rank_expression(flt: TraceFilter):
     """A trace's search rank: its best step's ts_rank (PostgreSQL), or how many steps match (SQLite)."""
+    steps = _matching_steps(flt, Step.objects.filter(trace_id=OuterRef("pk"))).order_by().values("trace_id")
     if _is_postgres():
-        col = "st.content"
-        return RawSQL(
-            f"(SELECT max({_TS_RANK.format(col=col)}) FROM traces_step st "
-            f'WHERE st.trace_id = "traces_trace"."id" AND {_TS_MATCH.format(col=col)})',
-            [flt.q, flt.q],
-        )
-    steps = _matching_steps(flt, Step.objects.filter(trace_id=OuterRef("pk")))
-    count = steps.order_by().values("trace_id").annotate(n=Count("index")).values("n")
+        best = steps.annotate(r=Max(TsRank(F("content"), Value(flt.q)))).values("r")
+        return Coalesce(Subquery(best, output_field=FloatField()), Value(0.0))
+    count = steps.annotate(n=Count("index")).values("n")
     return Coalesce(Subquery(count, output_field=IntegerField()), Value(0))
 
 
@@ -318,9 +349,9 @@ def step_matches(flt: TraceFilter, trace_ids: list[int]) -> dict[int, list[StepM
         "trace_id", "index", "kind", "content"
     )
     if _is_postgres():
-        steps = steps.extra(
-            select={"step_rank": _TS_RANK.format(col='"traces_step"."content"')}, select_params=[flt.q]
-        ).order_by("trace_id", "-step_rank", "index")
+        steps = steps.annotate(step_rank=TsRank(F("content"), Value(flt.q))).order_by(
+            "trace_id", "-step_rank", "index"
+        )
     else:
         steps = steps.order_by("trace_id", "index")
     found: dict[int, list[StepMatch]] = {}

@@ -11,19 +11,19 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
 from annotator.access import REVIEW_ROLES, access_project, access_trace
+from annotator.models import Annotation, Assignment, LabelApplication, Project
+from annotator.raters import fills_overlap_q
 from annotator.search.filters import FilterError, TraceFilter, parse
 from annotator.search.page import LIST_COLUMNS, FilterForm, TraceRow, sort_columns
 from annotator.search.service import filtered_traces, step_matches
-from annotator.models import Annotation, Assignment, LabelApplication, Project
-from annotator.raters import fills_overlap_q
 from annotator.views.trace import evidence_marks, render_steps, viewer_context
 from traces.models import Trace
 
@@ -65,7 +65,9 @@ def trace_list(request: HttpRequest, slug: str) -> HttpResponse:
         )
     }
     matches = step_matches(flt, ids)
-    rows = [TraceRow(trace, counts.get(trace.pk, {}), matches.get(trace.pk, [])) for trace in page.object_list]
+    rows = [
+        TraceRow(trace, counts.get(trace.pk, {}), matches.get(trace.pk, [])) for trace in page.object_list
+    ]
     context = {
         "project": project,
         "page": page,
