@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
+from django.conf import settings
+from django.core.paginator import EmptyPage, Paginator
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import generics, serializers
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -161,32 +165,83 @@ def trace_filter(params):
         raise serializers.ValidationError({error.param: [error.message]}) from None
 
 
-@extend_schema(parameters=[TraceFilterParams])
+MAX_PAGE_SIZE = 200
+
+
+def _page_numbers(params) -> tuple[int, int]:
+    """`page` (from 1) and `page_size` (1 to 200, default 50): a bad value is a 400 naming it."""
+    numbers = {}
+    for name, default in (("page", 1), ("page_size", settings.REST_FRAMEWORK["PAGE_SIZE"])):
+        raw = str(params.get(name) or "").strip()
+        if not raw:
+            numbers[name] = default
+            continue
+        if not raw.isdigit() or int(raw) < 1 or (name == "page_size" and int(raw) > MAX_PAGE_SIZE):
+            limit = f"1 to {MAX_PAGE_SIZE}" if name == "page_size" else "a whole number from 1"
+            raise serializers.ValidationError({name: [f"'{raw[:20]}' is not {limit}"]})
+        numbers[name] = int(raw)
+    return numbers["page"], numbers["page_size"]
+
+
+def trace_list_body(access: ProjectAccess, params, base_url: str) -> dict[str, Any]:
+    """The body of GET /api/projects/SLUG/traces/ for these query parameters: one function for the API and
+    `manage.py traces --json`, so the two cannot differ. `base_url` is the endpoint's URL (absolute in the
+    API; whatever the CLI is told) for the `next` / `previous` links, which keep every parameter."""
+    flt = trace_filter(params)
+    page_number, page_size = _page_numbers(params)
+    try:
+        traces = filtered_traces(access, flt).defer("metadata", "answer_key")
+    except FilterError as error:
+        raise serializers.ValidationError({error.param: [error.message]}) from None
+    paginator = Paginator(traces, page_size)
+    try:
+        page = paginator.page(page_number)
+    except EmptyPage:
+        if page_number == 1:
+            page = paginator.page(1)  # an empty list has its one, empty, page
+        else:
+            raise NotFound(
+                f"page: there is no page {page_number} (the list has {paginator.num_pages})"
+            ) from None
+    rows = list(page.object_list)
+    keep = [(k, v) for k, v in flt.to_params()] + (
+        [("page_size", str(page_size))] if page_size != settings.REST_FRAMEWORK["PAGE_SIZE"] else []
+    )
+
+    def link(number: int) -> str:
+        query = keep + ([("page", str(number))] if number > 1 else [])
+        return f"{base_url}?{urlencode(query)}" if query else base_url
+
+    matches = step_matches(flt, [trace.pk for trace in rows])
+    return {
+        "count": paginator.count,
+        "next": link(page.next_page_number()) if page.has_next() else None,
+        "previous": link(page.previous_page_number()) if page.has_previous() else None,
+        "results": TraceHitSerializer(rows, many=True, context={"matches": matches}).data,
+    }
+
+
+class TraceListPageParams(serializers.Serializer):
+    page = serializers.IntegerField(required=False, min_value=1, help_text="Page number, from 1")
+    page_size = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_PAGE_SIZE, help_text="Traces per page (default 50)"
+    )
+
+
 class ProjectTraceList(generics.ListAPIView):
     """Traces of the project (annotators: only theirs), filtered, sorted and searched (the trace filter
     language, docs/search.md), paginated with the count of the whole filtered set; no step content except
-    the matching steps' snippets of a search."""
+    the matching steps' snippets of a search. Filters on labels, the gold or adjudication answer 403 to
+    annotators and viewers, and to anyone still blind on a trace the filter reaches."""
 
     serializer_class = TraceHitSerializer
 
-    def get_queryset(self):
-        access = ProjectAccess.load(self.request.user, self.kwargs["slug"])
-        self.filter = trace_filter(self.request.query_params)
-        try:
-            traces = filtered_traces(access, self.filter)
-        except FilterError as error:
-            raise serializers.ValidationError({error.param: [error.message]}) from None
-        return traces.defer("metadata", "answer_key")
-
-    def get_serializer(self, *args, **kwargs):
-        if args and self.filter.q:
-            page = list(args[0])
-            kwargs["context"] = {
-                **self.get_serializer_context(),
-                "matches": step_matches(self.filter, [trace.pk for trace in page]),
-            }
-            args = (page, *args[1:])
-        return super().get_serializer(*args, **kwargs)
+    @extend_schema(parameters=[TraceFilterParams, TraceListPageParams])
+    def get(self, request: Request, slug: str) -> Response:
+        access = ProjectAccess.load(request.user, slug)
+        return Response(
+            trace_list_body(access, request.query_params, request.build_absolute_uri(request.path))
+        )
 
 
 class ProjectTraceDetail(generics.RetrieveAPIView):
