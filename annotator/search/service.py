@@ -293,6 +293,10 @@ def _evidence_sql(flt: TraceFilter, project_id: int) -> RawSQL:
         "JOIN annotator_annotation an ON an.id = la.annotation_id "
         f"JOIN annotator_assignment s ON s.id = an.assignment_id {each} WHERE " + " AND ".join(conditions)
     )
+    if _is_postgres():
+        # OFFSET 0 keeps PostgreSQL from pulling the subquery up into a semi-join run once per trace of
+        # the list: computed once and hashed, it took half the time at 20,000 traces (bench_trace_search).
+        sql += " OFFSET 0"
     return RawSQL(sql, params)
 
 
