@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
-from drf_spectacular.utils import extend_schema
+from django.conf import settings
+from django.core.paginator import EmptyPage, Paginator
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import generics, serializers
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotator.access import ProjectAccess, access_trace
+from annotator.search.filters import ORDERINGS, OUTCOMES, STATES, STEP_KINDS, FilterError, parse
+from annotator.search.service import StepMatch, filtered_traces, step_matches
 from traces.models import Step, StepKind, Trace
 from traces.viewer import StepFilter, search_steps
 
@@ -80,14 +86,162 @@ class SearchResultSerializer(serializers.Serializer):
     total = serializers.IntegerField()
 
 
+class StepMatchSerializer(serializers.Serializer):
+    index = serializers.IntegerField(help_text="The step's index (open the viewer at ?step=INDEX#step-INDEX)")
+    kind = serializers.CharField()
+    snippet = serializers.CharField(help_text="Plain text around the first hit (not HTML)")
+
+
+class TraceHitSerializer(TraceSerializer):
+    matches = serializers.SerializerMethodField(
+        help_text="With `q`: the best matching steps (up to 3), best first; empty without `q`."
+    )
+
+    class Meta(TraceSerializer.Meta):
+        fields = [*TraceSerializer.Meta.fields, "matches"]
+
+    @extend_schema_field(StepMatchSerializer(many=True))
+    def get_matches(self, trace: Trace) -> list[dict[str, Any]]:
+        found: list[StepMatch] = self.context.get("matches", {}).get(trace.pk, [])
+        return StepMatchSerializer(found, many=True).data
+
+
+def _choices_help(values) -> str:
+    return ", ".join(values)
+
+
+class TraceFilterParams(serializers.Serializer):
+    """The trace filter language (annotator/search/filters.py; docs/search.md): documentation only, the
+    parser is `annotator.search.filters.parse`, whose errors answer 400 naming the parameter."""
+
+    batch = serializers.CharField(required=False, help_text="A batch's id or name")
+    benchmark = serializers.CharField(required=False)
+    model = serializers.CharField(required=False)
+    system = serializers.CharField(required=False, help_text="Agent system / framework")
+    outcome = serializers.ChoiceField(OUTCOMES, required=False)
+    score_min = serializers.FloatField(required=False)
+    score_max = serializers.FloatField(required=False)
+    steps_min = serializers.IntegerField(required=False, min_value=0)
+    steps_max = serializers.IntegerField(required=False, min_value=0)
+    meta = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="key:value on the metadata (repeatable)"
+    )
+    state = serializers.ChoiceField(
+        STATES,
+        required=False,
+        help_text="Label state; in_adjudication and gold only for owners and adjudicators who are not blind",
+    )
+    gold_mode = serializers.CharField(required=False, help_text="A mode code in the gold (reviewers only)")
+    human_mode = serializers.CharField(
+        required=False, help_text="A mode code in any submitted human annotation (reviewers only)"
+    )
+    llm_mode = serializers.CharField(
+        required=False, help_text="A mode code in an LLM rater's labels (reviewers)"
+    )
+    disputed_mode = serializers.CharField(
+        required=False, help_text="A mode code the annotators disagree on (reviewers only)"
+    )
+    evidence_kind = serializers.ChoiceField(
+        STEP_KINDS, required=False, help_text="A label's evidence on a step of this kind (reviewers only)"
+    )
+    evidence_tool = serializers.CharField(
+        required=False, help_text="A label's evidence on a step calling this tool (reviewers only)"
+    )
+    tool = serializers.CharField(required=False, help_text="A step calls this tool (exact name)")
+    tool_args = serializers.CharField(required=False, help_text="Text in a step's tool arguments")
+    q = serializers.CharField(required=False, help_text="Full-text search of step content (ranked)")
+    ordering = serializers.ChoiceField(
+        [*ORDERINGS, *(f"-{o}" for o in ORDERINGS)],
+        required=False,
+        help_text="Sort column, - for descending; rank (needs q) is the default with q; id breaks ties",
+    )
+
+
+def trace_filter(params):
+    """Parse the filter of a request; a bad parameter is a 400 naming it (the shared error shape)."""
+    try:
+        return parse(params)
+    except FilterError as error:
+        raise serializers.ValidationError({error.param: [error.message]}) from None
+
+
+MAX_PAGE_SIZE = 200
+
+
+def _page_numbers(params) -> tuple[int, int]:
+    """`page` (from 1) and `page_size` (1 to 200, default 50): a bad value is a 400 naming it."""
+    numbers = {}
+    for name, default in (("page", 1), ("page_size", settings.REST_FRAMEWORK["PAGE_SIZE"])):
+        raw = str(params.get(name) or "").strip()
+        if not raw:
+            numbers[name] = default
+            continue
+        if not raw.isdigit() or int(raw) < 1 or (name == "page_size" and int(raw) > MAX_PAGE_SIZE):
+            limit = f"1 to {MAX_PAGE_SIZE}" if name == "page_size" else "a whole number from 1"
+            raise serializers.ValidationError({name: [f"'{raw[:20]}' is not {limit}"]})
+        numbers[name] = int(raw)
+    return numbers["page"], numbers["page_size"]
+
+
+def trace_list_body(access: ProjectAccess, params, base_url: str) -> dict[str, Any]:
+    """The body of GET /api/projects/SLUG/traces/ for these query parameters: one function for the API and
+    `manage.py traces --json`, so the two cannot differ. `base_url` is the endpoint's URL (absolute in the
+    API; whatever the CLI is told) for the `next` / `previous` links, which keep every parameter."""
+    flt = trace_filter(params)
+    page_number, page_size = _page_numbers(params)
+    try:
+        traces = filtered_traces(access, flt).defer("metadata", "answer_key")
+    except FilterError as error:
+        raise serializers.ValidationError({error.param: [error.message]}) from None
+    paginator = Paginator(traces, page_size)
+    try:
+        page = paginator.page(page_number)
+    except EmptyPage:
+        if page_number == 1:
+            page = paginator.page(1)  # an empty list has its one, empty, page
+        else:
+            raise NotFound(
+                f"page: there is no page {page_number} (the list has {paginator.num_pages})"
+            ) from None
+    rows = list(page.object_list)
+    keep = [(k, v) for k, v in flt.to_params()] + (
+        [("page_size", str(page_size))] if page_size != settings.REST_FRAMEWORK["PAGE_SIZE"] else []
+    )
+
+    def link(number: int) -> str:
+        query = keep + ([("page", str(number))] if number > 1 else [])
+        return f"{base_url}?{urlencode(query)}" if query else base_url
+
+    matches = step_matches(flt, [trace.pk for trace in rows])
+    return {
+        "count": paginator.count,
+        "next": link(page.next_page_number()) if page.has_next() else None,
+        "previous": link(page.previous_page_number()) if page.has_previous() else None,
+        "results": TraceHitSerializer(rows, many=True, context={"matches": matches}).data,
+    }
+
+
+class TraceListPageParams(serializers.Serializer):
+    page = serializers.IntegerField(required=False, min_value=1, help_text="Page number, from 1")
+    page_size = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_PAGE_SIZE, help_text="Traces per page (default 50)"
+    )
+
+
 class ProjectTraceList(generics.ListAPIView):
-    """Traces of the project (annotators: only theirs), paginated, with step counts and no step content."""
+    """Traces of the project (annotators: only theirs), filtered, sorted and searched (the trace filter
+    language, docs/search.md), paginated with the count of the whole filtered set; no step content except
+    the matching steps' snippets of a search. Filters on labels, the gold or adjudication answer 403 to
+    annotators and viewers, and to anyone still blind on a trace the filter reaches."""
 
-    serializer_class = TraceSerializer
+    serializer_class = TraceHitSerializer
 
-    def get_queryset(self):
-        access = ProjectAccess.load(self.request.user, self.kwargs["slug"])
-        return access.traces().defer("metadata", "answer_key").order_by("id")
+    @extend_schema(parameters=[TraceFilterParams, TraceListPageParams])
+    def get(self, request: Request, slug: str) -> Response:
+        access = ProjectAccess.load(request.user, slug)
+        return Response(
+            trace_list_body(access, request.query_params, request.build_absolute_uri(request.path))
+        )
 
 
 class ProjectTraceDetail(generics.RetrieveAPIView):

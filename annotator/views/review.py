@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
@@ -19,6 +21,9 @@ from django.urls import reverse
 from annotator.access import REVIEW_ROLES, access_project, access_trace
 from annotator.models import Annotation, Assignment, LabelApplication, Project
 from annotator.raters import fills_overlap_q
+from annotator.search.filters import FilterError, TraceFilter, parse
+from annotator.search.page import LIST_COLUMNS, FilterForm, TraceRow, sort_columns
+from annotator.search.service import filtered_traces, step_matches
 from annotator.views.trace import evidence_marks, render_steps, viewer_context
 from traces.models import Trace
 
@@ -26,24 +31,60 @@ TRACES_PER_PAGE = 50
 
 
 def trace_list(request: HttpRequest, slug: str) -> HttpResponse:
+    """The project's traces, filtered, sorted and searched by the trace filter language (GET parameters, so
+    a filtered list is a bookmark). htmx requests get the results partial; a bad parameter or a refused
+    label filter is shown in the page (400/403 with the message where the results would be)."""
     project = access_project(request.user, slug, roles=REVIEW_ROLES)
+    error = ""
+    status = 200
+    try:
+        flt = parse(request.GET)
+        traces = filtered_traces(project.access, flt)
+    except FilterError as problem:
+        flt, traces, status = TraceFilter(), Trace.objects.none(), 400
+        error = f"{problem.param}: {problem.message}"
+    except PermissionDenied as refusal:
+        flt, traces, status = TraceFilter(), Trace.objects.none(), 403
+        error = str(refusal)
     # The overlap's slots, as the project page counts them: imported raters only when they count toward it.
     mine = Q(assignments__project=project, assignments__purpose=Assignment.Purpose.WORK) & fills_overlap_q(
         project.imported_labels_count_toward_overlap, "assignments__annotator"
     )
-    traces = (
-        project.access.traces()
-        .only("id", "external_id", "outcome", "model", "system", "step_count", "batch__name")
-        .select_related("batch")
+    page = Paginator(traces.only(*LIST_COLUMNS).select_related("batch"), TRACES_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    ids = [trace.pk for trace in page.object_list]
+    counts = {
+        row["pk"]: row
+        for row in Trace.objects.filter(pk__in=ids)
+        .values("pk")
         .annotate(
             assigned=Count("assignments", filter=mine),
             submitted=Count("assignments", filter=mine & Q(assignments__status=Assignment.Status.SUBMITTED)),
             skipped=Count("assignments", filter=mine & Q(assignments__status=Assignment.Status.SKIPPED)),
         )
-        .order_by("id")
-    )
-    page = Paginator(traces, TRACES_PER_PAGE).get_page(request.GET.get("page"))
-    return render(request, "annotator/trace_list.html", {"project": project, "page": page})
+    }
+    matches = step_matches(flt, ids)
+    rows = [
+        TraceRow(trace, counts.get(trace.pk, {}), matches.get(trace.pk, [])) for trace in page.object_list
+    ]
+    context = {
+        "project": project,
+        "page": page,
+        "rows": rows,
+        "filter": flt,
+        "form": FilterForm.of(flt, project),
+        "columns": sort_columns(flt),
+        "query": urlencode(flt.to_params()),
+        "error": error,
+    }
+    template = "annotator/partials/_trace_results.html" if request.htmx else "annotator/trace_list.html"
+    response = render(request, template, context, status=status)
+    if request.htmx and not error:
+        # The canonical URL of what is shown (the form sends its empty fields too): a clean bookmark.
+        shown = flt.to_params() + ([("page", str(page.number))] if page.number > 1 else [])
+        response["HX-Push-Url"] = f"{request.path}?{urlencode(shown)}" if shown else request.path
+    return response
 
 
 @dataclass

@@ -1,0 +1,406 @@
+"""Benchmark: the project's trace list filtered and searched at 100,000 traces x 20 steps (issue 28).
+
+    python bench/bench_trace_search.py [--traces 100000] [--repeat 3] [--import-traces 2000]
+    BENCH_SEARCH_TRACES=10000 make bench   # a quick run at a tenth of the size
+
+Needs PostgreSQL (bench/_setup.py). The world is written with COPY and one INSERT ... SELECT: N traces
+(3 models, 2 systems, 3 benchmarks, scores, metadata), 20 steps each (a tool call every fourth step; a few
+words drawn from a vocabulary, so a search term matches a realistic share), two submitted human
+annotations per trace with one or two modes and evidence, an LLM rater's labels on a fifth of the traces,
+an adjudication item per trace (80% agreed with gold labels, 20% open with a disputed mode), and a tenth of
+the traces left unassigned. Then ANALYZE.
+
+Timed, as the server computes it (`trace_list_body`: the filter's queryset, the count of the whole
+filtered set, the first page of 50, its serialization and a search's snippets), median of --repeat after
+one warm-up: every single filter, a few three-filter combinations (goal < 200 ms each) and full-text
+searches (goal < 300 ms). The baseline, measured in the same run: the unfiltered first page with its count
+(what the page did before), and for the search the same words found by ILIKE with no index.
+
+The import: `import_traces` of --import-traces native traces x 20 steps, with the full-text index and with
+it dropped, alternating, median of --repeat (goal: at most 20% slower with it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from _setup import goal, setup_django, table
+from bench_signatures import copy_rows
+
+MODELS = ("gpt-4o", "claude-3.5-sonnet", "llama-3-70b")
+SYSTEMS = ("MetaGPT", "AG2")
+BENCHMARKS = ("ITBench", "GAIA", "SWE-bench")
+TOOLS = ("kubectl", "bash", "python", "search")
+FILTER_BUDGET_MS = 200
+SEARCH_BUDGET_MS = 300
+IMPORT_BUDGET = 1.20
+
+TRACE_COLUMNS = (
+    "batch_id",
+    "external_id",
+    "content_hash",
+    "model",
+    "system",
+    "benchmark",
+    "outcome",
+    "score",
+    "step_count",
+    "metadata",
+)
+SINGLE = [
+    "batch=after",
+    "benchmark=GAIA",
+    "model=gpt-4o",
+    "system=AG2",
+    "outcome=failure",
+    "score_min=0.4&score_max=0.6",
+    "steps_min=20&steps_max=20",
+    "meta=split:test",
+    "state=unassigned",
+    "state=in_progress",
+    "state=complete",
+    "state=in_adjudication",
+    "state=gold",
+    "gold_mode=FM-1.3",
+    "human_mode=FM-2.2",
+    "llm_mode=FM-1.1",
+    "disputed_mode=FM-1.5",
+    "evidence_kind=tool_call",
+    "evidence_tool=kubectl",
+    "tool=kubectl",
+    "tool_args=prod",
+    "ordering=-score",
+]
+TRIPLES = [
+    "model=gpt-4o&outcome=failure&gold_mode=FM-1.3",
+    "benchmark=ITBench&state=in_adjudication&disputed_mode=FM-1.5",
+    "system=AG2&tool=kubectl&score_max=0.3",
+    "batch=before&meta=split:test&ordering=-score",
+]
+SEARCHES = [
+    "q=rollback",
+    "q=kubectl+delete",
+    "q=timeout&model=gpt-4o",
+    "q=namespace+production&ordering=-score",
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--traces", type=int, default=int(os.environ.get("BENCH_SEARCH_TRACES", "100000")))
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--import-traces", type=int, default=int(os.environ.get("BENCH_SEARCH_IMPORT_TRACES", "2000"))
+    )
+    args = parser.parse_args()
+    setup_django(need_postgres=True)
+    started = time.perf_counter()
+    project = insert_world(args.traces, seed=28)
+    print(f"world: {args.traces:,} traces x 20 steps written in {time.perf_counter() - started:.1f} s")
+    measure_queries(project, args)
+    measure_import(args)
+    return 0
+
+
+def insert_world(n: int, seed: int):
+    from django.contrib.auth import get_user_model
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from annotator.models import (
+        AdjudicationItem,
+        Annotation,
+        Assignment,
+        GoldLabel,
+        LabelApplication,
+        Membership,
+        Project,
+    )
+    from annotator.raters import get_llm_rater
+    from taxonomy.models import FailureMode
+    from taxonomy.services import load_builtin_taxonomies, resolve_version
+    from traces.models import Batch, Trace
+
+    rng = np.random.default_rng(seed)
+    load_builtin_taxonomies()
+    version = resolve_version("mast")
+    modes = list(FailureMode.objects.filter(version=version).order_by("order"))
+    mode_ids = np.array([m.pk for m in modes])
+    by_code = {m.code: m.pk for m in modes}
+    now = timezone.now()
+    users = get_user_model()
+    with transaction.atomic():
+        owner = users.objects.create(username="bench-owner")
+        ana, ben = users.objects.create(username="ana"), users.objects.create(username="ben")
+        llm = get_llm_rater("bench-model")
+        project = Project.objects.create(slug="bench", name="Bench", taxonomy_version=version)
+        Membership.objects.create(project=project, user=owner, role="owner")
+        for user in (ana, ben):
+            Membership.objects.create(project=project, user=user, role="annotator")
+        batches = [Batch.objects.create(name=name) for name in ("before", "after")]
+        project.batches.add(*batches)
+        batch = rng.integers(0, 2, n)
+        model = rng.integers(0, len(MODELS), n)
+        score = rng.random(n)
+        splits = ("train", "dev", "test")
+        trace_ids = copy_rows(
+            Trace(batch=batches[0], created_at=now),
+            (
+                "batch_id",
+                "external_id",
+                "content_hash",
+                "model",
+                "system",
+                "benchmark",
+                "outcome",
+                "score",
+                "step_count",
+                "metadata",
+            ),
+            (
+                (
+                    batches[batch[i]].pk,
+                    f"t{i:07d}",
+                    f"bench-{i}",
+                    MODELS[model[i]],
+                    SYSTEMS[i % 2],
+                    BENCHMARKS[i % 3],
+                    "failure" if score[i] < 0.6 else "success",
+                    float(score[i]),
+                    20,
+                    f'{{"split": "{splits[i % 3]}"}}',
+                )
+                for i in range(n)
+            ),
+            n,
+        )
+        first, last = int(trace_ids[0]), int(trace_ids[-1])
+        with connection.cursor() as cursor:
+            # Content: a few words of a 40-word vocabulary (hashes pick them, so it is the same every run)
+            # plus a unique token; a tool call every fourth step.
+            cursor.execute(
+                """
+                WITH vocab AS (SELECT ARRAY['the','pod','restarts','deploy','check','logs','error','retry',
+                    'timeout','rollback','namespace','production','staging','delete','kubectl','apply',
+                    'config','service','scale','replica','agent','plan','verify','answer','search','result',
+                    'file','test','patch','commit','build','failed','passed','user','task','tool','call',
+                    'output','memory','cache'] AS w)
+                INSERT INTO traces_step (trace_id, index, parent_index, depth, agent, role, kind, content,
+                                         tool_name, tool_args, tool_call_id, timestamp, tokens, duration_ms)
+                SELECT t.id, g.i, NULL, 0, (ARRAY['planner','coder','executor','verifier'])[g.i %% 4 + 1], '',
+                       CASE WHEN g.i %% 4 = 3 THEN 'tool_call' ELSE 'message' END,
+                       v.w[1 + abs(hashtext(t.id || ':' || g.i)) %% 40] || ' ' ||
+                       v.w[1 + abs(hashtext(g.i || ':' || t.id)) %% 40] || ' ' ||
+                       v.w[1 + abs(hashtext(t.id || '-' || g.i)) %% 40] || ' step ' || g.i || ' of run ' ||
+                       md5(t.id || '/' || g.i),
+                       CASE WHEN g.i %% 4 = 3 THEN (ARRAY['kubectl','bash','python','search'])[1 + t.id %% 4]
+                            ELSE '' END,
+                       CASE WHEN g.i %% 4 = 3 THEN jsonb_build_object('cmd', 'get pods -n ' ||
+                            (ARRAY['prod','staging','dev'])[1 + (t.id + g.i) %% 3]) END,
+                       '', '', NULL, NULL
+                FROM traces_trace t CROSS JOIN LATERAL generate_series(0, 19) AS g(i) CROSS JOIN vocab v
+                WHERE t.id BETWEEN %s AND %s
+                """,
+                [first, last],
+            )
+        # A tenth unassigned; a tenth with only ana's open slot; the rest with two submitted annotations.
+        labelled = np.arange(n) % 10 >= 2
+        started = np.arange(n) % 10 == 1
+        human = np.nonzero(labelled)[0]
+        slots = [(int(trace_ids[i]), user.pk, "submitted") for i in human for user in (ana, ben)]
+        slots += [(int(trace_ids[i]), ana.pk, "pending") for i in np.nonzero(started)[0]]
+        llm_traces = human[human % 5 == 2]
+        slots += [(int(trace_ids[i]), llm.pk, "submitted") for i in llm_traces]
+        assignment_ids = copy_rows(
+            Assignment(project=project, trace_id=0, annotator=owner, created_at=now, updated_at=now),
+            ("trace_id", "annotator_id", "status"),
+            iter(slots),
+            len(slots),
+        )
+        submitted = [k for k, slot in enumerate(slots) if slot[2] == "submitted"]
+        annotation_ids = copy_rows(
+            Annotation(assignment_id=0, status="submitted", submitted_at=now, created_at=now, updated_at=now),
+            ("assignment_id",),
+            ((int(assignment_ids[k]),) for k in submitted),
+            len(submitted),
+        )
+        # One or two modes per annotation; ben disagrees with ana on a fifth of the traces.
+        first_mode = rng.integers(0, len(modes), n)
+        labels = []
+        for a, k in zip(annotation_ids.tolist(), submitted, strict=True):
+            trace_index = int(slots[k][0] - first)
+            code = int(first_mode[trace_index])
+            if slots[k][1] == ben.pk and trace_index % 5 == 0:
+                code = (code + 1) % len(modes)
+            labels.append((a, int(mode_ids[code]), f'[{{"step": {3 + 4 * (trace_index % 4)}}}]'))
+        copy_rows(
+            LabelApplication(annotation_id=0, mode=modes[0], evidence=[]),
+            ("annotation_id", "mode_id", "evidence"),
+            iter(labels),
+            len(labels),
+        )
+        items = [(int(trace_ids[i]), "open" if i % 5 == 0 else "agreed") for i in human]
+        item_ids = copy_rows(
+            AdjudicationItem(project=project, trace_id=0, created_at=now, updated_at=now),
+            ("trace_id", "status"),
+            iter(items),
+            len(items),
+        )
+        gold = [
+            (int(item_ids[k]), int(mode_ids[first_mode[i]]))
+            for k, i in enumerate(human.tolist())
+            if items[k][1] == "agreed"
+        ]
+        copy_rows(
+            GoldLabel(item_id=0, mode=modes[0], source="agreed", decided_at=now, evidence=[]),
+            ("item_id", "mode_id"),
+            iter(gold),
+            len(gold),
+        )
+        assert by_code  # the modes the queries name exist in MAST
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE") if connection.connection.autocommit else cursor.execute("ANALYZE")
+    return project
+
+
+def _timed(fn, repeat: int) -> float:
+    fn()  # warm-up: plans and caches, as a server that has answered once
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1000
+
+
+def measure_queries(project, args) -> None:
+    from django.db import connection
+    from django.http import QueryDict
+
+    from annotator.access import ProjectAccess
+    from annotator.api.traces import trace_list_body
+    from annotator.models import Role
+    from traces.models import Step, Trace
+
+    access = ProjectAccess(user=None, project=project, roles=frozenset({Role.OWNER}))
+
+    def page(query: str):
+        return lambda: trace_list_body(access, QueryDict(query), "/api/projects/bench/traces/")
+
+    baseline = _timed(page(""), args.repeat)
+    rows = [("(baseline) unfiltered first page + count", f"{baseline:.1f}", "1.00x", "", "")]
+    worst_filter = worst_search = 0.0
+    for kind, queries, budget in (
+        ("filter", SINGLE, FILTER_BUDGET_MS),
+        ("3 filters", TRIPLES, FILTER_BUDGET_MS),
+        ("search", SEARCHES, SEARCH_BUDGET_MS),
+    ):
+        for query in queries:
+            ms = _timed(page(query), args.repeat)
+            count = page(query)()["count"]
+            rows.append(
+                (
+                    f"{kind}: {query}",
+                    f"{ms:.1f}",
+                    f"{ms / baseline:.2f}x",
+                    f"{count:,}",
+                    "ok" if ms < budget else "SLOW",
+                )
+            )
+            if kind == "search":
+                worst_search = max(worst_search, ms)
+            else:
+                worst_filter = max(worst_filter, ms)
+
+    # The search's own baseline: the same words by ILIKE over every step, no index.
+    def ilike():
+        steps = Step.objects.filter(content__icontains="kubectl").filter(content__icontains="delete")
+        traces = Trace.objects.in_project(project).filter(pk__in=steps.values("trace_id"))
+        return traces.count(), list(traces.order_by("id")[:50])
+
+    scan = _timed(ilike, args.repeat)
+    rows.append(
+        (
+            "(search baseline) ILIKE 'kubectl' and 'delete', no index",
+            f"{scan:.1f}",
+            f"{scan / baseline:.2f}x",
+            "",
+            "",
+        )
+    )
+    print(f"\nserver time, median of {args.repeat} (ms), {args.traces:,} traces x 20 steps:")
+    print(table(rows, ("query", "ms", "vs baseline", "count", "")))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_size_pretty(pg_relation_size('traces_step_content_fts'))")
+        print(f"full-text index size: {cursor.fetchone()[0]}")
+    size = f"{args.traces:,} traces"
+    goal(
+        f"slowest filter / 3-filter page + count ({size})",
+        f"{worst_filter:.0f} ms",
+        f"< {FILTER_BUDGET_MS} ms",
+        worst_filter < FILTER_BUDGET_MS,
+    )
+    goal(
+        f"slowest full-text search page + count ({size})",
+        f"{worst_search:.0f} ms",
+        f"< {SEARCH_BUDGET_MS} ms",
+        worst_search < SEARCH_BUDGET_MS,
+    )
+
+
+def measure_import(args) -> None:
+    from _formats import write_format
+    from django.core.management import call_command
+    from django.db import connection
+
+    work = Path(tempfile.mkdtemp(prefix="bench-search-import-"))
+    source = write_format("native", work / "traces", n=args.import_traces, steps=20, seed=5)
+    create = "CREATE INDEX traces_step_content_fts ON traces_step USING gin (to_tsvector('simple', content))"
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for run in range(args.repeat):
+        for indexed in (True, False):
+            with connection.cursor() as cursor:
+                cursor.execute("DROP INDEX IF EXISTS traces_step_content_fts")
+                if indexed:
+                    cursor.execute(create)
+            started = time.perf_counter()
+            call_command("import_traces", str(source), "--batch", f"import-{run}-{indexed}", verbosity=0)
+            times[indexed].append(time.perf_counter() - started)
+            with connection.cursor() as cursor:  # the next run imports the same file anew
+                cursor.execute(
+                    "DELETE FROM traces_trace WHERE batch_id IN (SELECT id FROM traces_batch "
+                    "WHERE name LIKE 'import-%%')"
+                )
+                cursor.execute("DELETE FROM traces_batch WHERE name LIKE 'import-%%'")
+    with connection.cursor() as cursor:
+        cursor.execute("DROP INDEX IF EXISTS traces_step_content_fts")
+        cursor.execute(create)
+    without, with_index = statistics.median(times[False]), statistics.median(times[True])
+    ratio = with_index / without
+    print(f"\nimport_traces of {args.import_traces:,} native traces x 20 steps, median of {args.repeat}:")
+    print(
+        table(
+            [
+                ("(baseline) without the full-text index", f"{without:.2f}", "1.00x"),
+                ("with it", f"{with_index:.2f}", f"{ratio:.2f}x"),
+            ],
+            ("import", "s", "ratio"),
+        )
+    )
+    goal(
+        "import with the full-text index vs without",
+        f"{ratio:.2f}x",
+        f"<= {IMPORT_BUDGET:.2f}x",
+        ratio <= IMPORT_BUDGET,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
