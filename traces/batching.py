@@ -129,6 +129,7 @@ def flush(pending: Pending, target: ImportTarget, result: ImportResult) -> None:
         if item.digest in existing:
             trace_id, batch_id = existing[item.digest]
             file_result.duplicates += 1
+            result.duplicate_traces.append(trace_id)
             if target.batch is None or batch_id != target.batch.pk:
                 result.duplicate_batches[batch_id] += 1
             if item.annotations and result.keep_annotations:
@@ -140,6 +141,8 @@ def flush(pending: Pending, target: ImportTarget, result: ImportResult) -> None:
         trace_ids = chunks.copy_chunk(pending.writer, batch, [item for item, _ in fresh])
     else:
         trace_ids = chunks.bulk_chunk(batch, [(item, file_result.format) for item, file_result in fresh])
+    if trace_ids and result.first_trace_id is None:
+        result.first_trace_id = min(trace_ids)
     for trace_id, (item, file_result) in zip(trace_ids, fresh, strict=True):
         if item.annotations and result.keep_annotations:
             result.annotations.append((trace_id, item.external_id, item.annotations, file_result.name))

@@ -69,9 +69,10 @@ def check_run_request(
     model = (model or config.model or "").strip()
     if not model:
         raise LLMRunError("Set the model name on the project's LLM settings page (or pass --model).")
-    batch = Batch.objects.filter(name=(batch_name or "").strip(), projects=project).first()
+    held = Batch.objects.in_project(project)
+    batch = held.filter(name=(batch_name or "").strip()).order_by("pk").first()
     if batch is None:
-        names = ", ".join(project.batches.order_by("name").values_list("name", flat=True)[:20]) or "none yet"
+        names = ", ".join(held.order_by("name").values_list("name", flat=True)[:20]) or "none yet"
         raise LLMRunError(f"No batch {batch_name!r} in this project (its batches: {names}).")
     if limit is not None and not 1 <= limit <= 2**31 - 1:
         raise LLMRunError("The limit must be a whole number from 1 to 2,147,483,647.")
@@ -120,7 +121,7 @@ def do_start_run(
             endpoint=endpoint_snapshot(config, model),
             limit=limit,
             token_cap=config.token_cap,
-            total=run_selection(batch.pk, limit).count(),
+            total=run_selection(project, batch.pk, limit).count(),
             created_by=actor,
         )
         if enqueue:
@@ -185,9 +186,15 @@ def do_resume_run(run: LLMRun, *, enqueue: bool = True, background: bool = False
     return True
 
 
-def run_selection(batch_id: int, limit: int | None) -> QuerySet:
-    """The ids of the traces a run over the batch covers, in the order it asks (the estimate counts these)."""
-    traces = Trace.objects.filter(batch_id=batch_id).order_by("id").values_list("id", flat=True)
+def run_selection(project: Project, batch_id: int, limit: int | None) -> QuerySet:
+    """The ids of the traces a run over the batch covers, in the order it asks (the estimate counts these):
+    the project's traces of the batch (a project may hold only part of a batch)."""
+    traces = (
+        Trace.objects.in_project(project)
+        .filter(batch_id=batch_id)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
     return traces[:limit] if limit else traces
 
 
@@ -247,7 +254,7 @@ def _begin(run_id: int) -> LLMRun | None:
         run.status = LLMRun.Status.RUNNING
         run.started_at = run.started_at or timezone.now()
         run.heartbeat_at = timezone.now()
-        run.total = run_selection(run.batch_id, run.limit).count()
+        run.total = run_selection(run.project, run.batch_id, run.limit).count()
         run.save(update_fields=["status", "started_at", "heartbeat_at", "attempts", "total"])
     return run
 
@@ -264,7 +271,7 @@ def _finish(run: LLMRun, status: str, *, reason: str = "", error: str = "") -> N
 
 def _pending(run: LLMRun) -> list[int]:
     finished = set(run.results.values_list("trace_id", flat=True))
-    return [pk for pk in run_selection(run.batch_id, run.limit) if pk not in finished]
+    return [pk for pk in run_selection(run.project, run.batch_id, run.limit) if pk not in finished]
 
 
 def _already_labelled(run: LLMRun, trace_ids: list[int]) -> set[int]:
