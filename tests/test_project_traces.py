@@ -19,7 +19,7 @@ from annotator.services.exports.rows import selected_traces
 from annotator.services.imports import do_import_traces
 from annotator.services.projects import do_attach_batches
 from annotator.services.report_filters import ReportFilterError, clean_filters
-from tests.factories import ProjectFactory, TraceFactory
+from tests.factories import ProjectFactory, TraceFactory, UserFactory, add_member
 from traces.importers._writers import write_inspect_eval, write_openai_chat_jsonl, write_otel_json
 from traces.importers.synthetic import native_lines, synthetic_traces
 from traces.models import Batch, Trace
@@ -183,3 +183,20 @@ def test_deleting_a_trace_or_a_project_deletes_its_membership(project, all_forma
     assert ProjectTrace.objects.filter(project=project).count() == 9
     project.delete()
     assert not ProjectTrace.objects.exists()
+
+
+def test_a_co_owner_importing_what_the_project_holds_adds_no_copy(project, owner, tmp_path):
+    """The project's traces count as already imported even when they sit in a batch the importer cannot see
+    as a batch (another owner imported it outside any project)."""
+    other_owner = UserFactory(username="olga")
+    add_member(project, other_owner, "owner")
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(line + "\n" for line in native_lines(synthetic_traces(3, steps=3, seed=5))))
+    do_import_traces([(path, "run.jsonl")], batch_name="private", user=other_owner)
+    do_import_traces([(path, "run.jsonl")], batch_name="shared", user=other_owner, project=project)
+    assert len(held(project)) == 3 and not project.batches.exists()
+
+    result, _ = do_import_traces([(path, "run.jsonl")], batch_name="mine", user=owner, project=project)
+
+    assert (result.traces, result.duplicates, result.added_to_project) == (0, 3, 0)
+    assert Trace.objects.count() == 3 and len(held(project)) == 3

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from traces import chunks
 from traces.importers.records import TraceFormatError
@@ -38,6 +38,8 @@ class ImportTarget:
     fmt: str
     scope: QuerySet[Batch]
     batch: Batch | None = None
+    # Traces that are duplicates wherever they sit (a project import: the project's own traces).
+    held: QuerySet[Trace] | None = None
 
     def get(self) -> Batch:
         if self.batch is None:
@@ -45,8 +47,11 @@ class ImportTarget:
         return self.batch
 
     def duplicates_of(self, digests: list[str]) -> dict[str, tuple[int, int]]:
-        """Content hash -> (trace id, batch id) of the first trace in scope (or in the target) with it."""
+        """Content hash -> (trace id, batch id) of the first trace in scope (or in the target, or held) with it."""
         where = Q(batch__in=self.scope) | (Q(batch=self.batch) if self.batch else Q(pk__in=[]))
+        if self.held is not None:
+            # Probed per candidate row (the content hash finds a handful): never the whole held set.
+            where |= Exists(self.held.filter(pk=OuterRef("pk")))
         found: dict[str, tuple[int, int]] = {}
         rows = Trace.objects.filter(where, content_hash__in=digests).order_by("pk")
         for digest, pk, batch_id in rows.values_list("content_hash", "pk", "batch_id"):

@@ -21,7 +21,7 @@ from django.db.models import F, QuerySet
 from traces import batching, chunks, import_pool, importers
 from traces.importers import limits, storable
 from traces.importers.records import AnnotationRecord, TraceFormatError, TraceRecord
-from traces.models import Batch
+from traces.models import Batch, Trace
 from traces.rows import content_hash as content_hash
 from traces.rows import prepare, step_values
 
@@ -143,6 +143,7 @@ def do_import_files(
     source_options: Mapping | None = None,
     scope: QuerySet[Batch] | None = None,
     named_in: QuerySet[Batch] | None = None,
+    held: QuerySet[Trace] | None = None,
 ) -> ImportResult:
     """Import `files` ((path, display name) pairs) into the batch `batch_name`, all or nothing.
 
@@ -150,6 +151,8 @@ def do_import_files(
     `batch_name` extends a batch of that scope only (else a new batch is made, when a trace is added), and
     a trace is a duplicate only of a trace in that scope, so an import says nothing about other projects.
     `named_in` narrows where `batch_name` is looked up (a project import: its own batches and unattached ones).
+    `held` are traces that count as already imported wherever they sit (a project import: the project's own,
+    which may lie in a batch the user cannot see as a batch).
 
     A path may also be a whole source (a dataset folder, or an ``hf://owner/name`` string): it is read
     by its source format with `source_options` (columns, split, config) instead of being streamed.
@@ -172,6 +175,7 @@ def do_import_files(
                 user=user,
                 fmt=fmt or "",
                 scope=scope,
+                held=held,
                 batch=Batch.objects.select_for_update()
                 .filter(pk__in=(scope if named_in is None else named_in).filter(name=batch_name).values("pk"))
                 .order_by("-created_at", "-pk")

@@ -74,6 +74,9 @@ def do_import_traces(
             source_options=source_options,
             scope=scope,
             named_in=named_in,
+            # The project's own traces are found already imported even in a batch this user cannot see
+            # (another owner's import added them): a co-owner's import of the same file adds no copy.
+            held=None if project is None else Trace.objects.in_project(project),
         )
         if project is None:
             return result, None
