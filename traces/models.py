@@ -27,12 +27,13 @@ class StepKind(models.TextChoices):
 
 class BatchQuerySet(models.QuerySet):
     def in_project(self, project) -> BatchQuerySet:
-        """Batches holding at least one of the project's traces (Trace.objects.in_project): the batch names a
-        project's filters and scopes accept. A project may hold part of a batch (files imported into it), so
-        this is wider than the whole batches it follows (`project.batches`)."""
-        return self.filter(
-            models.Exists(Trace.objects.in_project(project).filter(batch=models.OuterRef("pk")))
-        )
+        """The batches the project follows whole (`project.batches`, even while empty) and those holding any of
+        its traces (Trace.objects.in_project; a project may hold part of a batch, files imported into it):
+        the batch names a project's filters and scopes accept."""
+        batch = models.OuterRef("pk")
+        follows = Batch.projects.through.objects.filter(project_id=project.pk, batch_id=batch)
+        holds = Trace.objects.in_project(project).filter(batch=batch)
+        return self.filter(models.Exists(follows) | models.Exists(holds))
 
 
 class Batch(models.Model):
