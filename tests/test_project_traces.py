@@ -200,3 +200,19 @@ def test_a_co_owner_importing_what_the_project_holds_adds_no_copy(project, owner
 
     assert (result.traces, result.duplicates, result.added_to_project) == (0, 3, 0)
     assert Trace.objects.count() == 3 and len(held(project)) == 3
+
+
+def test_a_trace_moved_between_batches_follows_them(project, mast):
+    """No verb moves a trace, but a shell may: it leaves the projects following its old batch and joins those
+    following the new one (trace-level rows carry no origin, as when a batch is detached)."""
+    old, new = Batch.objects.create(name="old"), Batch.objects.create(name="new")
+    other = ProjectFactory(taxonomy_version=mast, slug="other")
+    project.batches.add(old)
+    other.batches.add(new)
+    trace = TraceFactory(batch=old)
+    assert held(project) == {trace.pk} and not held(other)
+    trace.batch = new
+    trace.save(update_fields=["batch"])
+    assert not held(project) and held(other) == {trace.pk}
+    trace.save(update_fields=["task"])  # an update that keeps the batch changes nothing
+    assert held(other) == {trace.pk}

@@ -11,7 +11,9 @@ writer (the verbs, the COPY import, bulk_create, fixtures) keeps the rule withou
 - a batch attached to a project (a row of annotator_project_batches) adds all its traces to the project;
 - a batch detached removes that batch's traces from the project (rows carry no origin);
 - traces inserted into a batch join every project that follows it (PostgreSQL: one statement per INSERT or
-  COPY over its transition table; SQLite: a row trigger, its imports being small).
+  COPY over its transition table; SQLite: a row trigger, its imports being small);
+- a trace moved to another batch (no verb does; a shell may) leaves the projects following its old batch and
+  joins those following the new one (a row trigger that runs only when batch_id changes).
 
 On SQLite the triggers live on their tables: a later migration that rebuilds traces_trace or
 annotator_project_batches there must drop and recreate them around the rebuild
@@ -69,6 +71,22 @@ TRIGGERS = {
             REFERENCING NEW TABLE AS added FOR EACH STATEMENT
             EXECUTE FUNCTION annotator_new_traces_follow_batch()
             """,
+            """
+            CREATE FUNCTION annotator_moved_trace_follows_batch() RETURNS trigger AS $$
+            BEGIN
+                DELETE FROM annotator_projecttrace pt USING annotator_project_batches pb
+                WHERE pb.batch_id = OLD.batch_id AND pt.project_id = pb.project_id AND pt.trace_id = OLD.id;
+                INSERT INTO annotator_projecttrace (project_id, trace_id)
+                SELECT pb.project_id, NEW.id FROM annotator_project_batches pb WHERE pb.batch_id = NEW.batch_id
+                ON CONFLICT DO NOTHING;
+                RETURN NULL;
+            END $$ LANGUAGE plpgsql
+            """,
+            """
+            CREATE TRIGGER trace_moves_with_batch AFTER UPDATE OF batch_id ON traces_trace
+            FOR EACH ROW WHEN (OLD.batch_id IS DISTINCT FROM NEW.batch_id)
+            EXECUTE FUNCTION annotator_moved_trace_follows_batch()
+            """,
         ],
         [
             "DROP TRIGGER IF EXISTS project_batch_attached ON annotator_project_batches",
@@ -77,6 +95,8 @@ TRIGGERS = {
             "DROP FUNCTION IF EXISTS annotator_detached_batch_traces()",
             "DROP TRIGGER IF EXISTS trace_follows_batch ON traces_trace",
             "DROP FUNCTION IF EXISTS annotator_new_traces_follow_batch()",
+            "DROP TRIGGER IF EXISTS trace_moves_with_batch ON traces_trace",
+            "DROP FUNCTION IF EXISTS annotator_moved_trace_follows_batch()",
         ],
     ),
     "sqlite": (
@@ -102,11 +122,22 @@ TRIGGERS = {
                 SELECT project_id, NEW.id FROM annotator_project_batches WHERE batch_id = NEW.batch_id;
             END
             """,
+            """
+            CREATE TRIGGER trace_moves_with_batch AFTER UPDATE OF batch_id ON traces_trace
+            WHEN OLD.batch_id IS NOT NEW.batch_id
+            BEGIN
+                DELETE FROM annotator_projecttrace WHERE trace_id = OLD.id
+                AND project_id IN (SELECT project_id FROM annotator_project_batches WHERE batch_id = OLD.batch_id);
+                INSERT OR IGNORE INTO annotator_projecttrace (project_id, trace_id)
+                SELECT project_id, NEW.id FROM annotator_project_batches WHERE batch_id = NEW.batch_id;
+            END
+            """,
         ],
         [
             "DROP TRIGGER IF EXISTS project_batch_attached",
             "DROP TRIGGER IF EXISTS project_batch_detached",
             "DROP TRIGGER IF EXISTS trace_follows_batch",
+            "DROP TRIGGER IF EXISTS trace_moves_with_batch",
         ],
     ),
 }

@@ -93,7 +93,8 @@ class ProjectTrace(models.Model):
     triggers (migration annotator 0032), whatever writes them (the verbs, COPY, bulk_create, fixtures):
     attaching a batch adds all its traces, a trace inserted into a followed batch joins every project that
     follows it, and detaching a batch removes that batch's traces from the project, including any also
-    imported into it file by file (no origin is kept, so none can be told apart).
+    imported into it file by file (no origin is kept, so none can be told apart); a trace moved to another
+    batch leaves the followers of the old one and joins those of the new one.
 
     Keyed by (project, trace), like Step: that key's index serves `in_project` from the project's side and
     the trace's from its own for the joins and CASCADE deletes; no id column, sequence or extra index for
