@@ -240,8 +240,9 @@ class ProjectAccess:
         return GoldLabel.objects.filter(item__in=self.adjudication_items().values("pk"))
 
     def batches(self) -> QuerySet[Batch]:
-        """The batches this project holds (what its members may know exist)."""
-        return Batch.objects.filter(projects=self.project)
+        """The batches holding the project's traces (what its members may know exist): a project may hold
+        only part of a batch, the files imported into it."""
+        return Batch.objects.in_project(self.project)
 
     def metadata(self, trace: Trace) -> dict[str, Any]:
         """The trace's metadata as this user may see it: with its answer key only if they may see labels."""

@@ -195,7 +195,7 @@ def one_more_annotation(project, ratings: np.ndarray) -> None:
 
     present = ratings[:, :, 0] >= 0
     item, rater = np.argwhere(present.any(axis=1)[:, None] & ~present)[0]
-    trace = Trace.objects.filter(batch__projects=project).order_by("id")[int(item)]
+    trace = Trace.objects.in_project(project).order_by("id")[int(item)]
     user = get_user_model().objects.get(username=("bench-ann-a", "bench-ann-b")[rater])
     assignment = Assignment.objects.create(project=project, trace=trace, annotator=user)
     payload = AnnotationPayload(

@@ -1,6 +1,6 @@
 """Import benchmark: `import_traces` against a true COPY of the same rows, on three formats.
 
-    python bench/bench_import.py [--traces 2000 10000] [--steps 50] [--runs 3]
+    python bench/bench_import.py [--traces 2000 10000] [--steps 50] [--runs 3] [--project]
 
 At each size (by default the two of issue 14: 2,000 and 10,000 traces) and for each format (native JSONL,
 OpenAI chat messages JSONL, a folder of SWE-agent ``.traj`` files) it times the real command,
@@ -15,7 +15,9 @@ part of the gap that is PostgreSQL maintaining indexes; and the import's floor, 
 schema can beat: the command's start-up plus the same COPY into our own tables (their indexes, keys and
 triggers), in one transaction. Also timed: the command's fixed start-up cost (a
 one-trace import, system checks and database connection included), and peak memory for a file 10x smaller,
-which must stay flat as the file grows.
+which must stay flat as the file grows. With --project every import goes into a project
+(``--project bench``): the same rows plus the project's membership rows (issue 28), written in the same
+transaction.
 """
 
 from __future__ import annotations
@@ -47,8 +49,13 @@ def main() -> None:
     parser.add_argument("--traces", type=int, nargs="+", default=[2_000, 10_000])
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--project", action="store_true", help="import into a project (its membership rows too)"
+    )
     args = parser.parse_args()
     vendor = setup_django(need_postgres=True)
+    if args.project:
+        _project()
     work = Path(tempfile.mkdtemp(prefix="bench-import-"))
     try:
         startup = _startup(work, args.runs)
@@ -67,7 +74,15 @@ def run(n: int, args: argparse.Namespace, vendor: str, work: Path, startup: floa
         times, cpus, peak = [], [], 0
         for r in range(args.runs):
             _clear()
-            seconds, rss, cpu = _command(["import_traces", str(source), "--batch", f"{fmt}-{r}"])
+            seconds, rss, cpu = _command(
+                [
+                    "import_traces",
+                    str(source),
+                    "--batch",
+                    f"{fmt}-{r}",
+                    *(["--project", "bench"] if args.project else []),
+                ]
+            )
             times.append(seconds)
             cpus.append(cpu)
             peak = max(peak, rss)
@@ -127,7 +142,8 @@ def run(n: int, args: argparse.Namespace, vendor: str, work: Path, startup: floa
             "500 MB",
         )
     )
-    print(f"Import on {vendor}: {n:,} traces x {args.steps} steps, medians of {args.runs} runs\n")
+    into = " into a project" if args.project else ""
+    print(f"Import{into} on {vendor}: {n:,} traces x {args.steps} steps, medians of {args.runs} runs\n")
     print(table(rows, ("what", "seconds", "steps/s", "vs COPY", "CPU s (user+sys)", "peak memory (max RSS)")))
     print(f"\ncommand start-up (import_traces of a one-trace file, median): {startup:.2f} s\n")
     for fmt, ratio, peak, small_peak, n_traces in verdicts:
@@ -140,6 +156,16 @@ def run(n: int, args: argparse.Namespace, vendor: str, work: Path, startup: floa
             "<= 1.2x",
             peak <= 1.2 * small_peak,
         )
+
+
+def _project() -> None:
+    """The project `--project` imports into (no members: the import's assignment step has nobody to give
+    work to, so what is timed beyond a plain import is the membership rows)."""
+    from annotator.models import Project
+    from taxonomy.services import load_builtin_taxonomies, resolve_version
+
+    load_builtin_taxonomies()
+    Project.objects.create(slug="bench", name="Bench", taxonomy_version=resolve_version("mast"))
 
 
 def _startup(work: Path, runs: int) -> float:

@@ -207,7 +207,7 @@ def first_trace(project, *, gold: bool):
     from traces.models import Trace
 
     has_item = Exists(AdjudicationItem.objects.filter(project=project, trace=OuterRef("pk")))
-    traces = Trace.objects.filter(batch__projects=project).filter(has_item if gold else ~has_item)
+    traces = Trace.objects.in_project(project).filter(has_item if gold else ~has_item)
     return traces.order_by("id").first()
 
 

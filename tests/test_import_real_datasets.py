@@ -95,8 +95,9 @@ def test_all_six_real_formats_in_one_batch_then_a_project_count_the_same_traces_
     taxonomies, tmp_path
 ):
     """Issue 12: one batch of every format (its format list outgrew a 40-character field), then a project
-    import that finds every trace already there: its batch joins the project, and the agreement report, the
-    signatures, the LLM selection and the dataset export all count the same traces."""
+    import that finds every trace already there: those traces join the project (issue 28: the traces, not
+    their batch), and the agreement report, the signatures, the LLM selection and the dataset export all
+    count the same traces."""
     from annotator.services.exports.options import ExportOptions
     from annotator.services.exports.rows import selected_traces
     from annotator.services.report_data import load_report_input
@@ -111,7 +112,11 @@ def test_all_six_real_formats_in_one_batch_then_a_project_count_the_same_traces_
     assert len(batch.format) > 40  # a DataError on PostgreSQL with the old 40-character field
     project = ProjectFactory(taxonomy_version=resolve_version("decisive-error"))
     output = import_traces(*folders, "--batch", "all-again", "--project", project.slug)
-    assert "Nothing new" in output and "Batches added to" in output
+    assert (
+        "Nothing new" in output
+        and f"115 traces already imported were added to the project {project.slug}" in output
+    )
+    assert not project.batches.exists()
     assert not Batch.objects.filter(name="all-again").exists()
 
     in_project = set(Trace.objects.in_project(project).values_list("pk", flat=True))
@@ -131,6 +136,31 @@ def test_all_six_real_formats_in_one_batch_then_a_project_count_the_same_traces_
     # Re-importing the published folder into the same database adds no trace (content, not container).
     again = import_traces(str(out), "--batch", "published", "--project", project.slug)
     assert Trace.objects.count() == len(in_project) and "Nothing new" in again
+
+
+def test_ten_who_and_when_files_of_a_mixed_batch_bring_only_their_traces(taxonomies, tmp_path):
+    """Issue 28's report: ten Who&When files imported into a project, their traces already sitting in a batch
+    of six formats. Before, the project held the whole batch (115 traces here); now exactly those ten, and
+    nothing else is assigned, exported or counted."""
+    from annotator.models import Assignment
+    from annotator.services.exports.options import ExportOptions
+    from annotator.services.exports.rows import selected_traces
+
+    import_traces(*(str(datasets_dir() / name) for name in SIX_FORMATS), "--batch", "all6")
+    folder = datasets_dir() / "who_and_when" / "Hand-Crafted"
+    ten = sorted(folder.glob("*.json"), key=lambda p: p.name)[:10]
+    project = ProjectFactory(taxonomy_version=resolve_version("decisive-error"), slug="wwp")
+    output = import_traces(*map(str, ten), "--batch", "ww", "--project", "wwp")
+
+    assert "10 traces already imported were added to the project wwp" in output
+    assert "Batches added" not in output
+    held = Trace.objects.in_project(project)
+    assert held.count() == 10 and set(held.values_list("source_format", flat=True)) == {"who_and_when"}
+    assert Trace.objects.filter(batch__name="all6").count() == 115
+    assert not Assignment.objects.filter(project=project).exclude(trace__in=held).exists()
+    assert set(selected_traces(project, ExportOptions()).values_list("pk", flat=True)) == set(
+        held.values_list("pk", flat=True)
+    )
 
 
 @pytest.mark.parametrize("folder", ["tau_bench", "tau2_bench", "swe_agent", "openhands", "inspect_ai"])

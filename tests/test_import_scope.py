@@ -70,7 +70,7 @@ def test_a_second_project_importing_the_same_file_gets_its_own_traces_and_learns
     do_import_traces([(path, "run.jsonl")], batch_name="run-1", user=olga, project=first)
     result, _ = do_import_traces([(path, "run.jsonl")], batch_name="mine", user=bob, project=second)
     # Before: "0 traces, 4 duplicates", telling bob the content exists elsewhere.
-    assert (result.traces, result.duplicates, result.attached) == (4, 0, [])
+    assert (result.traces, result.duplicates, result.added_to_project) == (4, 0, 0)
     assert Trace.objects.in_project(second).count() == 4
     assert set(Trace.objects.in_project(second)).isdisjoint(Trace.objects.in_project(first))
 
@@ -224,12 +224,13 @@ def test_labels_never_land_on_a_trace_outside_the_project(project):
     assert not Annotation.objects.exists()
 
 
-def test_labels_of_already_imported_traces_bring_their_batch_into_the_project(project, tmp_path):
+def test_labels_of_already_imported_traces_bring_those_traces_into_the_project(project, tmp_path):
     path = write_labelled(tmp_path / "labels.jsonl", [{"annotator": "r1", "labels": [{"mode": "FM-1.3"}]}])
     run("import_traces", str(path), "--batch", "a")
     output = run("import_traces", str(path), "--batch", "b", "--project", project.slug)
-    assert "Batches added to demo-project because they hold traces of these files: a" in output
-    assert list(project.batches.values_list("name", flat=True)) == ["a"]  # and no empty batch "b"
+    # The trace, not its batch (issue 28): the project follows no batch, and no empty batch "b" was made.
+    assert "1 traces already imported were added to the project demo-project" in output
+    assert not project.batches.exists() and not Batch.objects.filter(name="b").exists()
     annotation = Annotation.objects.get()
     assert Trace.objects.in_project(project).filter(pk=annotation.assignment.trace_id).exists()
 

@@ -8,6 +8,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotator.models import ImportJob
+from annotator.services.imports import do_import_traces
 from tests.factories import api_token
 from traces.importers.synthetic import native_lines, synthetic_traces
 from traces.models import Trace
@@ -156,3 +157,23 @@ def test_an_upload_sees_only_the_uploaders_batches(client, project, owner, mast,
     assert job.status == "succeeded" and (job.summary["traces"], job.summary["duplicates"]) == (3, 0)
     assert Trace.objects.count() == 6
     assert project.batches.get().traces.count() == other.batches.get().traces.count() == 3
+
+
+def test_an_upload_of_traces_imported_elsewhere_says_they_joined_the_project(
+    client, project, owner, run_on_commit, tmp_path
+):
+    """Issue 28: the traces, not their batch, and the page says so."""
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(native_upload("run.jsonl", 3).read())
+    do_import_traces([(path, "run.jsonl")], batch_name="mine", user=owner)  # outside any project
+    client.force_login(owner)
+    with run_on_commit():
+        client.post(
+            f"/p/{project.slug}/import/",
+            {"batch": "uploaded", "files": [native_upload("run.jsonl", 3)]},
+            HTTP_HX_REQUEST="true",
+        )
+    job = ImportJob.objects.get()
+    page = client.get(f"/p/{project.slug}/import/{job.pk}/", HTTP_HX_REQUEST="true").content.decode()
+    assert "3 traces already imported were added to the project" in page
+    assert Trace.objects.in_project(project).count() == 3 and not project.batches.exists()

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from traces import chunks
 from traces.importers.records import TraceFormatError
@@ -38,6 +38,8 @@ class ImportTarget:
     fmt: str
     scope: QuerySet[Batch]
     batch: Batch | None = None
+    # Traces that are duplicates wherever they sit (a project import: the project's own traces).
+    held: QuerySet[Trace] | None = None
 
     def get(self) -> Batch:
         if self.batch is None:
@@ -45,8 +47,11 @@ class ImportTarget:
         return self.batch
 
     def duplicates_of(self, digests: list[str]) -> dict[str, tuple[int, int]]:
-        """Content hash -> (trace id, batch id) of the first trace in scope (or in the target) with it."""
+        """Content hash -> (trace id, batch id) of the first trace in scope (or in the target, or held) with it."""
         where = Q(batch__in=self.scope) | (Q(batch=self.batch) if self.batch else Q(pk__in=[]))
+        if self.held is not None:
+            # Probed per candidate row (the content hash finds a handful): never the whole held set.
+            where |= Exists(self.held.filter(pk=OuterRef("pk")))
         found: dict[str, tuple[int, int]] = {}
         rows = Trace.objects.filter(where, content_hash__in=digests).order_by("pk")
         for digest, pk, batch_id in rows.values_list("content_hash", "pk", "batch_id"):
@@ -129,6 +134,7 @@ def flush(pending: Pending, target: ImportTarget, result: ImportResult) -> None:
         if item.digest in existing:
             trace_id, batch_id = existing[item.digest]
             file_result.duplicates += 1
+            result.duplicate_traces.append(trace_id)
             if target.batch is None or batch_id != target.batch.pk:
                 result.duplicate_batches[batch_id] += 1
             if item.annotations and result.keep_annotations:
@@ -140,6 +146,8 @@ def flush(pending: Pending, target: ImportTarget, result: ImportResult) -> None:
         trace_ids = chunks.copy_chunk(pending.writer, batch, [item for item, _ in fresh])
     else:
         trace_ids = chunks.bulk_chunk(batch, [(item, file_result.format) for item, file_result in fresh])
+    if trace_ids and result.first_trace_id is None:
+        result.first_trace_id = min(trace_ids)
     for trace_id, (item, file_result) in zip(trace_ids, fresh, strict=True):
         if item.annotations and result.keep_annotations:
             result.annotations.append((trace_id, item.external_id, item.annotations, file_result.name))

@@ -25,6 +25,17 @@ class StepKind(models.TextChoices):
     ERROR = "error", "Error"
 
 
+class BatchQuerySet(models.QuerySet):
+    def in_project(self, project) -> BatchQuerySet:
+        """The batches the project follows whole (`project.batches`, even while empty) and those holding any of
+        its traces (Trace.objects.in_project; a project may hold part of a batch, files imported into it):
+        the batch names a project's filters and scopes accept."""
+        batch = models.OuterRef("pk")
+        follows = Batch.projects.through.objects.filter(project_id=project.pk, batch_id=batch)
+        holds = Trace.objects.in_project(project).filter(batch=batch)
+        return self.filter(models.Exists(follows) | models.Exists(holds))
+
+
 class Batch(models.Model):
     # Not unique: a batch belongs to the projects that hold it, so two projects may each have a batch "run-1"
     # and an import never appends to a batch its user cannot see (annotator.batches decides who sees what).
@@ -39,6 +50,8 @@ class Batch(models.Model):
     trace_count = models.PositiveIntegerField(default=0)
     step_count = models.PositiveBigIntegerField(default=0)
 
+    objects = BatchQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at"]
         verbose_name_plural = "batches"
@@ -49,15 +62,17 @@ class Batch(models.Model):
 
 class TraceQuerySet(models.QuerySet):
     def in_project(self, project) -> TraceQuerySet:
-        """The project's traces: those of the batches the project holds. The one definition every reader
-        (agreement, adjudication, signatures, exports, LLM runs, progress) and the label store use."""
+        """The project's traces: those put into it (annotator.models.ProjectTrace rows: the files imported
+        into it, and every trace of the whole batches it follows). The one definition every reader
+        (agreement, adjudication, signatures, exports, LLM runs, progress, access) and the label store use."""
         return self.filter(in_project_q(project))
 
 
 def in_project_q(project, trace_path: str = "") -> models.Q:
-    """Rows whose trace (reached by `trace_path`, e.g. ``"assignment__trace"``) is one of the project's."""
+    """Rows whose trace (reached by `trace_path`, e.g. ``"assignment__trace"``) is one of the project's: a
+    join on the membership table's (project, trace) key."""
     prefix = f"{trace_path}__" if trace_path else ""
-    return models.Q(**{f"{prefix}batch__projects": project})
+    return models.Q(**{f"{prefix}project_rows__project": project})
 
 
 class Trace(models.Model):

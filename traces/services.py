@@ -21,7 +21,7 @@ from django.db.models import F, QuerySet
 from traces import batching, chunks, import_pool, importers
 from traces.importers import limits, storable
 from traces.importers.records import AnnotationRecord, TraceFormatError, TraceRecord
-from traces.models import Batch
+from traces.models import Batch, Trace
 from traces.rows import content_hash as content_hash
 from traces.rows import prepare, step_values
 
@@ -53,8 +53,16 @@ class ImportResult:
     keep_annotations: bool = True
     # Existing batches (other than the target) holding traces this import found already imported: id -> count.
     duplicate_batches: Counter = field(default_factory=Counter)
-    # Names of the existing batches a project import attached because they hold its duplicates.
-    attached: list[str] = field(default_factory=list)
+    # The ids of the traces this import found already imported (in its scope or its target batch): a project
+    # import adds exactly these and its new traces to the project.
+    duplicate_traces: list[int] = field(default_factory=list)
+    # Already imported traces a project import added to the project (they were not in it yet).
+    added_to_project: int = 0
+    # The batch was made by this import (it holds exactly this import's new traces), and the smallest id of
+    # those new traces: the target batch is locked while the import runs and ids only grow, so this import's
+    # traces in the batch are those from this id on.
+    new_batch: bool = False
+    first_trace_id: int | None = None
     # Traces stored so far, counted as they are written: progress reports read it, and summing the files on
     # every report made a folder of 2,000 runs cost 2,000 x 2,000 additions (a fifth of its import).
     traces: int = 0
@@ -81,7 +89,7 @@ class ImportResult:
             "traces": self.traces,
             "steps": self.steps,
             "duplicates": self.duplicates,
-            "batches_attached": self.attached,
+            "already_imported_added_to_project": self.added_to_project,
             "files": [vars(f) for f in self.files],
         }
 
@@ -135,6 +143,7 @@ def do_import_files(
     source_options: Mapping | None = None,
     scope: QuerySet[Batch] | None = None,
     named_in: QuerySet[Batch] | None = None,
+    held: QuerySet[Trace] | None = None,
 ) -> ImportResult:
     """Import `files` ((path, display name) pairs) into the batch `batch_name`, all or nothing.
 
@@ -142,6 +151,8 @@ def do_import_files(
     `batch_name` extends a batch of that scope only (else a new batch is made, when a trace is added), and
     a trace is a duplicate only of a trace in that scope, so an import says nothing about other projects.
     `named_in` narrows where `batch_name` is looked up (a project import: its own batches and unattached ones).
+    `held` are traces that count as already imported wherever they sit (a project import: the project's own,
+    which may lie in a batch the user cannot see as a batch).
 
     A path may also be a whole source (a dataset folder, or an ``hf://owner/name`` string): it is read
     by its source format with `source_options` (columns, split, config) instead of being streamed.
@@ -164,11 +175,13 @@ def do_import_files(
                 user=user,
                 fmt=fmt or "",
                 scope=scope,
+                held=held,
                 batch=Batch.objects.select_for_update()
                 .filter(pk__in=(scope if named_in is None else named_in).filter(name=batch_name).values("pk"))
                 .order_by("-created_at", "-pk")
                 .first(),
             )
+            existed = target.batch
             seen = batching.Seen()
             # Shared by the files: a folder of one-trace files (SWE-agent, Who&When) goes in by the
             # chunk, not one round of queries and COPYs per file.
@@ -216,6 +229,7 @@ def do_import_files(
                 raise
             pending.writer.wait()
             # The existing batch when there was one; a new one exists only if a trace was added.
+            result.new_batch = existed is None and target.batch is not None
             batch = result.batch = target.batch
             if batch is None or not result.traces:
                 return result

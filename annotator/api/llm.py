@@ -484,7 +484,7 @@ class LLMRunPreview(APIView):
             estimate = estimate_run(project, **arguments)
         except LLMRunError as error:
             return error_response(str(error), status=status.HTTP_400_BAD_REQUEST, errors=[str(error)])
-        trace = Trace.objects.filter(batch=batch).order_by("id").first()
+        trace = Trace.objects.in_project(project).filter(batch=batch).order_by("id").first()
         if trace is None:
             message = f"Batch {batch.name!r} has no traces"
             return error_response(message, status=status.HTTP_400_BAD_REQUEST, errors=[message])

@@ -39,6 +39,8 @@ class Project(models.Model):
     taxonomy_version = models.ForeignKey(
         "taxonomy.TaxonomyVersion", on_delete=models.PROTECT, related_name="projects"
     )
+    # The whole batches the project follows: attaching one adds all its traces to the project, and a trace
+    # imported into it later joins too (ProjectTrace's triggers). What the project holds is ProjectTrace.
     batches = models.ManyToManyField("traces.Batch", related_name="projects", blank=True)
     overlap = models.PositiveSmallIntegerField(default=2, help_text="Independent annotations per trace")
     guidelines = models.TextField(blank=True, help_text="Markdown, shown to annotators (sanitised)")
@@ -79,6 +81,31 @@ class Project(models.Model):
     @property
     def archived(self) -> bool:
         return self.archived_at is not None
+
+
+class ProjectTrace(models.Model):
+    """A trace the project holds: what `Trace.objects.in_project` reads, the one definition of a project's
+    traces (assignment, claims, reports, exports, LLM runs, signatures, the label store, access).
+
+    Membership is per trace, not per batch (issue 28): importing files into a project adds exactly those
+    files' traces, new or already imported, and not the rest of a batch that happened to hold one of them.
+    A row carries no origin. The project's whole batches (`Project.batches`) are kept in step by database
+    triggers (migration annotator 0032), whatever writes them (the verbs, COPY, bulk_create, fixtures):
+    attaching a batch adds all its traces, a trace inserted into a followed batch joins every project that
+    follows it, and detaching a batch removes that batch's traces from the project, including any also
+    imported into it file by file (no origin is kept, so none can be told apart); a trace moved to another
+    batch leaves the followers of the old one and joins those of the new one.
+
+    Keyed by (project, trace), like Step: that key's index serves `in_project` from the project's side and
+    the trace's from its own for the joins and CASCADE deletes; no id column, sequence or extra index for
+    an import to maintain."""
+
+    pk = models.CompositePrimaryKey("project", "trace")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="trace_rows", db_index=False)
+    trace = models.ForeignKey("traces.Trace", on_delete=models.CASCADE, related_name="project_rows")
+
+    def __str__(self) -> str:
+        return f"{self.trace_id} in {self.project_id}"
 
 
 class Membership(models.Model):

@@ -45,7 +45,7 @@ from annotator.models import (
 )
 from annotator.services.gold import REASON_CODES
 from taxonomy.models import FailureMode
-from traces.models import Trace
+from traces.models import Batch, Trace
 
 GOLD_STATUSES = (AdjudicationItem.Status.AGREED, AdjudicationItem.Status.RESOLVED)
 MAX_RATE = 0.5
@@ -126,7 +126,7 @@ def do_add_items(
             )
         chosen = sorted(found)
     elif batch:
-        if not project.batches.filter(name=batch).exists():
+        if not Batch.objects.in_project(project).filter(name=batch).exists():
             raise CalibrationError(f"No batch “{batch}” in this project")
         chosen = list(gold.filter(trace__batch__name=batch).values_list("trace_id", flat=True))
     elif all_gold:

@@ -19,6 +19,7 @@ from django.utils import timezone
 from annotator.batches import visible_batches
 from annotator.models import ImportJob, Project
 from annotator.raters import rater_source
+from annotator.services import project_traces
 from annotator.services.assignment import do_assign
 from annotator.services.jobs import heartbeat, remove_uploads, stale_before
 from annotator.services.label_import import (
@@ -30,7 +31,7 @@ from annotator.services.label_import import (
     voted_modes,
 )
 from traces.importers import storable
-from traces.models import Batch, Trace
+from traces.models import Trace
 from traces.services import FileResult, ImportFailed, ImportResult, ProgressCallback, do_import_files
 
 log = logging.getLogger(__name__)
@@ -52,9 +53,10 @@ def do_import_traces(
     """All or nothing: traces, the project link, embedded labels and new assignments commit together.
 
     Batches and duplicates are looked up only among the batches `user` may see (annotator.batches; `user`
-    None is the operator at the command line). With a project, the new batch joins it, and so does every
-    existing batch holding a trace this import found already imported, so the labels it carries land on
-    the project's own traces and every report counts the same traces. `sources` maps a file's display name
+    None is the operator at the command line). With a project, the project holds exactly the traces of
+    these files afterwards, new or already imported (so the labels they carry land on the project's own
+    traces), and nothing else of the batches holding them; a batch this import creates is followed by the
+    project as a whole (annotator.models.ProjectTrace). `sources` maps a file's display name
     to the source its raters are namespaced by (default: the file's name); `rater_map` maps a rater to a
     real account (staff only). `source_options` (columns, split, config) go to dataset sources."""
     scope = visible_batches(user)
@@ -72,13 +74,13 @@ def do_import_traces(
             source_options=source_options,
             scope=scope,
             named_in=named_in,
+            # The project's own traces are found already imported even in a batch this user cannot see
+            # (another owner's import added them): a co-owner's import of the same file adds no copy.
+            held=None if project is None else Trace.objects.in_project(project),
         )
         if project is None:
             return result, None
-        attach = [result.batch] if result.batch is not None else []
-        attach += list(Batch.objects.filter(pk__in=list(result.duplicate_batches)).exclude(projects=project))
-        project.batches.add(*attach)
-        result.attached = sorted(b.name for b in attach if b != result.batch)
+        _hold_imported_traces(project, result)
         try:
             labels = do_import_annotations(
                 project,
@@ -92,6 +94,21 @@ def do_import_traces(
             raise ImportFailed(result) from error
         do_assign(project)
     return result, labels
+
+
+def _hold_imported_traces(project: Project, result: ImportResult) -> None:
+    """The project holds the files' traces: the already imported ones (counted in the summary when new to
+    the project) and the new ones, through the batch they went into. A batch made by this import holds just
+    them, so the project follows it whole; new traces in a batch it follows joined it already (the
+    membership triggers); in an existing batch it does not follow, only this import's traces are added."""
+    result.added_to_project = project_traces.add_traces(project, result.duplicate_traces)
+    batch = result.batch
+    if batch is None or not result.traces:
+        return
+    if result.new_batch:
+        project.batches.add(batch)
+    elif not project.batches.filter(pk=batch.pk).exists():
+        project_traces.add_batch_traces_from(project, batch, result.first_trace_id)
 
 
 def _incoming(result: ImportResult, sources: Mapping[str, str]):

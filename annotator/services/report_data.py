@@ -28,7 +28,7 @@ from django.db.models import QuerySet, TextField
 from django.db.models.functions import Cast
 
 from annotator.agreement.rows import EvidenceRows, ModeInfo, ReportInput, unique_ints
-from annotator.models import Annotation, Assignment, LabelApplication, Project, RaterKind
+from annotator.models import Annotation, Assignment, LabelApplication, Project, ProjectTrace, RaterKind
 from annotator.raters import kinds_of
 from annotator.services.report_filters import filter_q, report_annotations
 from taxonomy.models import FailureMode
@@ -338,10 +338,13 @@ def _summary_where(
 ) -> tuple[str, list[Any]]:
     """The WHERE clause selecting the summary rows of the matching submitted annotations: the project's
     own columns for the unfiltered report, the filtered annotations' ids (a semi-join) otherwise."""
-    batches = list(project.batches.values_list("id", flat=True))
-    # As filter_q: submitted work (a gold calibration answer tests an annotator; it is no agreement data).
-    where = "s.project_id = %s AND s.status = %s AND s.purpose = %s AND s.batch_id = ANY(%s)"
-    params: list[Any] = [project.pk, Annotation.Status.SUBMITTED, Assignment.Purpose.WORK, batches]
+    # As filter_q: submitted work (a gold calibration answer tests an annotator; it is no agreement data), on
+    # the project's traces (Trace.objects.in_project: its membership rows, probed by their key).
+    where = (
+        "s.project_id = %s AND s.status = %s AND s.purpose = %s AND EXISTS (SELECT 1 FROM "
+        f"{ProjectTrace._meta.db_table} pt WHERE pt.project_id = s.project_id AND pt.trace_id = s.trace_id)"
+    )
+    params: list[Any] = [project.pk, Annotation.Status.SUBMITTED, Assignment.Purpose.WORK]
     if filters:
         try:
             sql, filter_params = (

@@ -19,7 +19,7 @@ from django.db.models.lookups import Exact
 from django.utils import timezone
 
 from annotator.models import Annotation, Assignment, Membership, Project, Role
-from traces.models import in_project_q
+from traces.models import Batch, in_project_q
 
 FILTER_KEYS = ("batch", "annotators", "since", "until", "where", "round")
 MAX_WHERE = 10
@@ -43,7 +43,7 @@ def clean_filters(project: Project, params: Mapping[str, Any]) -> dict[str, Any]
     out: dict[str, Any] = {}
     batch = str(params.get("batch") or "").strip()
     if batch:
-        if project.batches.filter(name=batch).exists():
+        if Batch.objects.in_project(project).filter(name=batch).exists():
             out["batch"] = batch
         else:
             errors.append(f"No batch “{batch}” in this project")

@@ -35,7 +35,7 @@ from annotator.models.reports import JobStatus
 from annotator.services.discussions import open_round_threads
 from annotator.services.reports import do_request_report
 from taxonomy.evolution import forward_codes
-from traces.models import Trace
+from traces.models import Batch, Trace
 
 MAX_ROUND_TRACES = 5_000
 
@@ -132,7 +132,7 @@ def _choose_traces(project: Project, choice: TraceChoice, errors: list[str]) -> 
             errors.append("No trace " + ", ".join(map(str, missing[:10])) + " in this project")
         return ids
     if choice.batch:
-        if not project.batches.filter(name=choice.batch).exists():
+        if not Batch.objects.in_project(project).filter(name=choice.batch).exists():
             errors.append(f"No batch “{choice.batch}” in this project")
             return []
         traces = traces.filter(batch__name=choice.batch)

@@ -18,10 +18,18 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from django.core.cache import cache
-from django.db.models import Q
+from django.db.models import Count, Q, Sum
 
 from annotator.access import REVIEW_ROLES, access_signatures
-from annotator.models import Annotation, AnnotationDeletion, Assignment, GoldHistory, Project, Role
+from annotator.models import (
+    Annotation,
+    AnnotationDeletion,
+    Assignment,
+    GoldHistory,
+    Project,
+    ProjectTrace,
+    Role,
+)
 from annotator.services.signature_refresh import refresh_figures
 from annotator.services.signatures import (
     SignatureQuery,
@@ -99,7 +107,7 @@ def _version_parts(project: Project, query: SignatureQuery) -> dict[str, object]
     parts: dict[str, object] = {
         "project": [project.pk, project.created_at],  # ids can be reused (SQLite after a rollback)
         "taxonomy_version": project.taxonomy_version_id,
-        "batches": sorted(project.batches.values_list("pk", flat=True)),
+        "traces": _held_traces(project),
         "newest_trace": _newest_trace(),
     }
     if query.use_gold:  # every change to gold labels is a GoldHistory row
@@ -116,6 +124,13 @@ def _newest_deletion(project: Project) -> int | None:
     """The newest submitted annotation deleted (a database trigger records them, migration 0023)."""
     deletions = AnnotationDeletion.objects.filter(Q(project_id=project.pk) | Q(project_id__isnull=True))
     return deletions.order_by("-pk").values_list("pk", flat=True).first()
+
+
+def _held_traces(project: Project) -> list[int]:
+    """Which traces the project holds, in two numbers (how many, and the sum of their ids; one index-only
+    scan of its membership rows): a trace added or removed changes them."""
+    held = ProjectTrace.objects.filter(project=project).aggregate(n=Count("trace_id"), s=Sum("trace_id"))
+    return [held["n"], held["s"] or 0]
 
 
 def _newest_trace() -> int | None:
@@ -222,9 +237,7 @@ def filter_options(project: Project, user) -> FilterOptions:
     everyone for owners and adjudicators, themself for an annotator, nobody for a viewer."""
     # Both lists scan the project (a million traces: hundreds of ms), so they are stored like the figures,
     # under the parts of the data version they depend on.
-    traces_key = _options_key(
-        project, "traces", [sorted(project.batches.values_list("pk", flat=True)), _newest_trace()]
-    )
+    traces_key = _options_key(project, "traces", [_held_traces(project), _newest_trace()])
     columns = cache.get(traces_key)
     if columns is None:
         combos = (

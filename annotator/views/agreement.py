@@ -28,6 +28,7 @@ from annotator.services.reports import (
     report_is_current,
 )
 from annotator.views import agreement_display as display
+from traces.models import Batch
 
 
 def _filters(project: Project, params: QueryDict) -> tuple[dict[str, Any], list[str]]:
@@ -104,7 +105,7 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
     context = {
         **report_context(project, report, filters),
         "errors": errors,
-        "batches": project.batches.order_by("name").values_list("name", flat=True),
+        "batches": Batch.objects.in_project(project).order_by("name").values_list("name", flat=True),
         "raters": list(raters),
         "form": {
             "batch": request.GET.get("batch", ""),

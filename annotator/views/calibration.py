@@ -25,6 +25,7 @@ from annotator.services.calibration import (
     item_trace_ids,
     scores_withheld,
 )
+from traces.models import Batch
 
 
 def calibration_page(request: HttpRequest, slug: str, *, errors: list[str] | None = None) -> HttpResponse:
@@ -49,7 +50,9 @@ def calibration_page(request: HttpRequest, slug: str, *, errors: list[str] | Non
         "gate": gate(project, request.user) if Role.ANNOTATOR in project.user_roles else None,
         "items": item_trace_ids(project) if can_manage else [],
         "gold_count": gold_items(project).count() if can_manage else 0,
-        "batches": project.batches.order_by("name").values_list("name", flat=True) if can_manage else [],
+        "batches": Batch.objects.in_project(project).order_by("name").values_list("name", flat=True)
+        if can_manage
+        else [],
         "kappa_formula": KAPPA_SE_FORMULA,
         "proportion_interval": PROPORTION_INTERVAL,
         "errors": errors or [],

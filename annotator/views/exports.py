@@ -24,6 +24,7 @@ from annotator.services.exports import (
     export_status,
     exports_for,
 )
+from traces.models import Batch
 
 _FLAGS = ("gold_only", "include_text", "real_names", "private")
 
@@ -86,7 +87,7 @@ def _page(request, project, export, errors: list[str]):
         "annotator/export.html",
         {
             "project": project,
-            "batches": project.batches.order_by("name"),
+            "batches": Batch.objects.in_project(project).order_by("name"),
             "licenses": LICENSES,
             "token_on_server": bool(os.environ.get("HF_TOKEN")),
             "hf_endpoint": settings.HF_ENDPOINT,

@@ -32,7 +32,7 @@ from annotator.services.llm.estimate import estimate_run
 from annotator.services.llm.labeller import messages_for
 from annotator.services.llm.runs import LLMRunError, do_resume_run, do_start_run, do_stop_run, run_progress
 from annotator.views.llm_forms import LLMConfigForm, StartRunForm
-from traces.models import Trace
+from traces.models import Batch, Trace
 
 RUNS_SHOWN = 20
 
@@ -75,7 +75,7 @@ def _runs_context(project: Project, form: StartRunForm | None = None) -> dict[st
     return {
         "project": project,
         "runs": runs[:RUNS_SHOWN],
-        "batches": project.batches.order_by("name"),
+        "batches": Batch.objects.in_project(project).order_by("name"),
         "run_form": form or StartRunForm(),
         "default_model": get_config(project).model,
     }

@@ -9,7 +9,7 @@ from annotator.access import access_project
 from annotator.models import Assignment, Role
 from annotator.raters import fills_overlap_q
 from annotator.views.queue import queue_context
-from traces.models import in_project_q
+from traces.models import Trace, in_project_q
 
 
 def project_detail(request, slug: str):
@@ -32,7 +32,7 @@ def project_detail(request, slug: str):
     members = (
         project.memberships.filter(active=True).select_related("user").order_by("role", "user__username")
     )
-    batches = project.batches.order_by("name")
+    batches = _held_batches(project)
     is_annotator = Role.ANNOTATOR in project.user_roles
     return render(
         request,
@@ -47,4 +47,28 @@ def project_detail(request, slug: str):
             "is_annotator": is_annotator,
             **(queue_context(request, project) if is_annotator else {}),
         },
+    )
+
+
+def _held_batches(project) -> list[dict]:
+    """The batches holding the project's traces, with how many of each it holds: a project may hold part of
+    a batch (files imported into it) or follow it whole (attached)."""
+    followed = set(project.batches.values_list("pk", flat=True))
+    rows = (
+        Trace.objects.in_project(project)
+        .order_by()
+        .values("batch_id", "batch__name", "batch__trace_count")
+        .annotate(held=Count("id"))
+    )
+    return sorted(
+        (
+            {
+                "name": row["batch__name"],
+                "held": row["held"],
+                "trace_count": row["batch__trace_count"],
+                "followed": row["batch_id"] in followed,
+            }
+            for row in rows
+        ),
+        key=lambda row: row["name"],
     )

@@ -22,6 +22,7 @@ from annotator.services.rounds import (
     round_progress,
     round_trend,
 )
+from traces.models import Batch
 
 
 def rounds_page(request: HttpRequest, slug: str) -> HttpResponse:
@@ -60,7 +61,7 @@ def _render(request, project, *, form: dict, errors: list[str], status: int = 20
         "annotators": Membership.objects.filter(project=project, role=Role.ANNOTATOR, active=True)
         .order_by("user__username")
         .values_list("user__username", flat=True),
-        "batches": project.batches.order_by("name").values_list("name", flat=True),
+        "batches": Batch.objects.in_project(project).order_by("name").values_list("name", flat=True),
         "form": form,
         "errors": errors,
     }

@@ -144,10 +144,10 @@ class Command(BaseCommand):
             )
         else:
             self.stdout.write("Nothing imported: the files hold no traces; no batch was created.")
-        if result.attached:
+        if result.added_to_project:
             self.stdout.write(
-                f"Batches added to {target.slug} because they hold traces of these files: "
-                + ", ".join(result.attached)
+                f"{result.added_to_project} traces already imported were added to the project {target.slug} "
+                "(only these files' traces, not the rest of their batches)"
             )
         if labels is not None:
             self.stdout.write(

@@ -90,7 +90,7 @@ class Command(BaseCommand):
         batch_row, config, model = check_run_request(
             project, batch_name=batch, limit=limit, model=model, check_url=False
         )
-        trace = Trace.objects.filter(batch=batch_row).order_by("id").first()
+        trace = Trace.objects.in_project(project).filter(batch=batch_row).order_by("id").first()
         if trace is None:
             raise CommandError(f"Batch {batch!r} has no traces", returncode=2)
         template = current_prompt(project)

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from annotator.models import Project
+from traces.models import Batch
 
 # Licences the Hub knows by these ids (a subset of https://huggingface.co/docs/hub/repositories-licenses).
 LICENSES = (
@@ -83,7 +84,7 @@ def clean_options(project: Project, data: Mapping[str, Any]) -> ExportOptions:
     """Options from form, API or CLI values; raises ExportOptionsError naming every problem."""
     errors: list[str] = []
     batches = _names(data.get("batches"))
-    known = set(project.batches.filter(name__in=batches).values_list("name", flat=True))
+    known = set(Batch.objects.in_project(project).filter(name__in=batches).values_list("name", flat=True))
     for name in batches:
         if name not in known:
             errors.append(f"batch {name!r} is not in this project")

@@ -113,7 +113,7 @@ def estimate_run(project: Project, batch_name: str, limit: int | None, model: st
     taxonomy, _ = project_taxonomy(project)
     template = current_prompt(project)
     options = long_trace_options(endpoint_snapshot(config, model))
-    selection = run_selection(batch.pk, limit)
+    selection = run_selection(project, batch.pk, limit)
     labelled = _already_labelled(project, model, selection)
     traces = skipped = requests = windowed = prompt_tokens = 0
     for trace, steps in _traces_with_steps(selection):

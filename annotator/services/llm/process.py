@@ -42,7 +42,7 @@ from django.utils import timezone
 
 from annotator.llm.client import ChatClient, LLMCancelled, LLMConfigError
 from annotator.llm.secrets import SecretUnreadable
-from annotator.models import Annotation, LLMRun, LLMTraceResult
+from annotator.models import Annotation, LLMRun, LLMTraceResult, Project
 from annotator.services.followups import schedule_report_refresh
 from annotator.services.jobs import heartbeat
 from annotator.services.label_import import LabelImportError
@@ -62,9 +62,15 @@ UNAVAILABLE_LIMIT = 3
 TOKEN_CAP_REACHED = "token cap reached"
 
 
-def run_selection(batch_id: int, limit: int | None) -> QuerySet:
-    """The ids of the traces a run over the batch covers, in the order it asks (the estimate counts these)."""
-    traces = Trace.objects.filter(batch_id=batch_id).order_by("id").values_list("id", flat=True)
+def run_selection(project: Project, batch_id: int, limit: int | None) -> QuerySet:
+    """The ids of the traces a run over the batch covers, in the order it asks (the estimate counts these):
+    the project's traces of the batch (a project may hold only part of a batch)."""
+    traces = (
+        Trace.objects.in_project(project)
+        .filter(batch_id=batch_id)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
     return traces[:limit] if limit else traces
 
 
@@ -135,7 +141,7 @@ def _begin(run_id: int, concurrency: int | None = None) -> LLMRun | None:
         run.status = LLMRun.Status.RUNNING
         run.started_at = run.started_at or now
         run.heartbeat_at = now
-        run.total = run_selection(run.batch_id, run.limit).count()
+        run.total = run_selection(run.project, run.batch_id, run.limit).count()
         run.in_flight = 0
         run.save(
             update_fields=[
@@ -165,7 +171,7 @@ def finish_run(run: LLMRun, status: str, *, reason: str = "", error: str = "") -
 
 def _pending(run: LLMRun) -> list[int]:
     finished = set(run.results.values_list("trace_id", flat=True))
-    return [pk for pk in run_selection(run.batch_id, run.limit) if pk not in finished]
+    return [pk for pk in run_selection(run.project, run.batch_id, run.limit) if pk not in finished]
 
 
 def _already_labelled(run: LLMRun, trace_ids: list[int]) -> set[int]:

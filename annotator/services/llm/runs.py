@@ -53,9 +53,10 @@ def check_run_request(
     model = (model or config.model or "").strip()
     if not model:
         raise LLMRunError("Set the model name on the project's LLM settings page (or pass --model).")
-    batch = Batch.objects.filter(name=(batch_name or "").strip(), projects=project).first()
+    held = Batch.objects.in_project(project)
+    batch = held.filter(name=(batch_name or "").strip()).order_by("pk").first()
     if batch is None:
-        names = ", ".join(project.batches.order_by("name").values_list("name", flat=True)[:20]) or "none yet"
+        names = ", ".join(held.order_by("name").values_list("name", flat=True)[:20]) or "none yet"
         raise LLMRunError(f"No batch {batch_name!r} in this project (its batches: {names}).")
     if limit is not None and not 1 <= limit <= 2**31 - 1:
         raise LLMRunError("The limit must be a whole number from 1 to 2,147,483,647.")
@@ -113,7 +114,7 @@ def do_start_run(
             endpoint=endpoint_snapshot(config, model),
             limit=limit,
             token_cap=config.token_cap,
-            total=run_selection(batch.pk, limit).count(),
+            total=run_selection(project, batch.pk, limit).count(),
             created_by=actor,
         )
         if enqueue:
