@@ -17,18 +17,18 @@ Who may do what (annotator.access is the policy; this module only applies it):
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
-from django.http import Http404
 
 from annotator.access import MANAGE_ROLES, REVIEW_ROLES, ProjectAccess
 from annotator.models import CalibrationRound, SavedView
-from annotator.search.filters import FilterError, TraceFilter, parse
+from annotator.search.filters import FilterError, TraceFilter
+from annotator.search.scope import find_view, is_label_view, stored_params, view_filter
 from annotator.search.service import filtered_traces
 from annotator.services.rounds import MAX_ROUND_TRACES, RoundError, TraceChoice, do_open_round
 from traces.models import Trace
@@ -64,38 +64,10 @@ class ViewRow:
         return not self.error and not self.held
 
 
-def stored_params(view: SavedView) -> list[tuple[str, str]]:
-    """The view's parameters as (name, value) pairs; anything malformed in the JSON is skipped."""
-    pairs = []
-    for item in view.params or []:
-        if isinstance(item, list | tuple) and len(item) == 2:
-            pairs.append((str(item[0]), str(item[1])))
-    return pairs
-
-
-def params_mapping(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for name, value in pairs:
-        out.setdefault(name, []).append(value)
-    return out
-
-
-def view_filter(view: SavedView) -> TraceFilter:
-    """The view's filter; FilterError names the stored parameter that no longer reads."""
-    return parse(params_mapping(stored_params(view)))
-
-
 def view_traces(access: ProjectAccess, view: SavedView) -> QuerySet[Trace]:
     """The view's traces as this member may see them. Raises FilterError (a stored parameter that no longer
     reads, e.g. a mode gone from the taxonomy) and PermissionDenied (a blind hold), as the trace list does."""
     return filtered_traces(access, view_filter(view))
-
-
-def _is_label_view(view: SavedView) -> bool:
-    try:
-        return view_filter(view).reveals_labels
-    except FilterError:
-        return False
 
 
 def view_row(access: ProjectAccess, view: SavedView) -> ViewRow:
@@ -113,21 +85,10 @@ def project_views(access: ProjectAccess) -> list[ViewRow]:
     """The project's views this member may see, by name, each with its count (see the module's rules)."""
     rows = []
     for view in access.project.saved_views.select_related("created_by").order_by("name", "id")[:MAX_VIEWS]:
-        if not access.is_reviewer and _is_label_view(view):
+        if not access.is_reviewer and is_label_view(view):
             continue
         rows.append(view_row(access, view))
     return rows
-
-
-def find_view(access: ProjectAccess, ref: str | int) -> SavedView:
-    """A view of the project by id or by exact name, if this member may see it (else 404, the answer for
-    a missing one, as for traces)."""
-    text = str(ref).strip()
-    views = access.project.saved_views.select_related("created_by")
-    view = views.filter(pk=int(text)).first() if text.isdigit() else views.filter(name=text).first()
-    if view is None or (not access.is_reviewer and _is_label_view(view)):
-        raise Http404(f"No saved view {text!r} in this project")
-    return view
 
 
 def open_view(access: ProjectAccess, ref: str | int) -> tuple[SavedView, TraceFilter]:

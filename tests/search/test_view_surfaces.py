@@ -16,6 +16,14 @@ from annotator.search.saved import do_open_view_round, do_save_view
 from annotator.services.exports import ExportOptions, ExportOptionsError, build_export, clean_options
 from annotator.services.exports.rows import selected_traces
 from annotator.services.rounds import RoundError
+from tests.factories import UserFactory, add_member
+
+
+@pytest.fixture
+def viewer(project):
+    user = UserFactory(username="vera-viewer")
+    add_member(project, user, "viewer")
+    return user
 
 
 def _save(project, user, name, **params) -> SavedView:
@@ -109,3 +117,79 @@ def test_rounds_command_and_page_open_a_round_from_a_view(client, world, owner, 
         headers={"HX-Request": "true"},
     )  # fmt: skip
     assert refused.status_code == 400 and "at least two annotators" in refused.content.decode()
+
+
+def _report(project, filters):
+    from annotator.services.reports import do_compute_report, do_request_report
+
+    report = do_request_report(project, filters, enqueue=False)
+    return do_compute_report(report.pk).results
+
+
+@pytest.mark.parametrize("value", ["test", "dev"])
+def test_a_report_on_a_view_equals_the_same_where(world, owner, value):
+    from annotator.services.reports import clean_filters
+
+    view = _save(world.project, owner, f"Split {value}", meta=f"split:{value}")
+    by_where = clean_filters(world.project, {"where": [f"split={value}"]})
+    by_view = clean_filters(world.project, {"view": view.name}, ProjectAccess.of(owner, world.project))
+    assert by_view == {"view": view.pk, "view_at": view.updated_at.isoformat()}
+    where_results, view_results = _report(world.project, by_where), _report(world.project, by_view)
+    for results in (where_results, view_results):  # what differs: when, and the filters' own record
+        for key in ("filters", "computed_at", "methods", "data_version", "fingerprint"):
+            results.pop(key, None)
+    assert view_results == where_results
+    assert where_results != _report(world.project, {})  # the scope narrows: the check is not vacuous
+
+
+def test_report_refuses_unknown_held_and_stale_views(client, world, owner, viewer):
+    from annotator.services.reports import ReportFilterError, clean_filters
+
+    label = _save(world.project, owner, "Gold", gold_mode="FM-1.3")
+    with pytest.raises(ReportFilterError, match="No saved view"):
+        clean_filters(world.project, {"view": "Nope"})
+    # A viewer reads the report, but a view on labels is not theirs to pick.
+    with pytest.raises(ReportFilterError, match="No saved view"):
+        clean_filters(world.project, {"view": label.name}, ProjectAccess.of(viewer, world.project))
+    SavedView.objects.filter(pk=label.pk).update(params=[["gold_mode", "FM-9.9"]])
+    with pytest.raises(ReportFilterError, match="gold_mode"):
+        clean_filters(world.project, {"view": label.name})
+
+
+def test_agreement_command_page_and_api_take_a_view(client, world, owner):
+    view = _save(world.project, owner, "Test split", meta="split:test")
+    out = StringIO()
+    call_command("agreement", "demo-project", "--view", "Test split", "--json", stdout=out)
+    assert json.loads(out.getvalue())
+    with pytest.raises(CommandError, match="No saved view"):
+        call_command("agreement", "demo-project", "--view", "Nope", stdout=StringIO())
+    client.force_login(owner)
+    page = client.get(f"/p/demo-project/agreement/?view={view.pk}")
+    assert page.status_code == 200 and f'<option value="{view.pk}" selected>' in page.content.decode()
+    assert client.get("/api/projects/demo-project/agreement/", {"view": "Nope"}).status_code == 400
+
+
+def test_signatures_on_a_view_equal_the_same_filters(client, world, owner):
+    from annotator.services.signature_report import compute_report, with_view
+    from annotator.services.signatures import SignatureQuery
+
+    view = _save(world.project, owner, "Alpha", batch="alpha")
+    access = ProjectAccess.of(owner, world.project)
+    for source in ("gold", "union"):
+        scoped, error = with_view(world.project, access, SignatureQuery(source), "Alpha")
+        assert not error and scoped.view == (("batch", "alpha"),)
+        by_view = compute_report(world.project, scoped).signatures
+        by_filter = compute_report(world.project, SignatureQuery(source, batch=("alpha",))).signatures
+        assert by_view == by_filter
+    beta = _save(world.project, owner, "Beta", batch="beta")
+    scoped, _ = with_view(world.project, access, SignatureQuery("union"), "Beta")
+    assert compute_report(world.project, scoped).signatures != by_view  # not vacuous
+    client.force_login(owner)
+    assert client.get(f"/api/projects/demo-project/signatures/?view={view.pk}").status_code == 200
+    missing = client.get("/api/projects/demo-project/signatures/?view=Nope")
+    assert missing.status_code == 400 and "No saved view" in missing.json()["detail"]
+    page = client.get(f"/p/demo-project/signatures/?view={beta.pk}").content.decode()
+    assert f'<option value="{beta.pk}" selected>' in page
+    out = StringIO()
+    call_command("signatures", "demo-project", "--source", "union", "--view", "Beta", "--json", stdout=out)
+    assert json.loads(out.getvalue())["source"] == "union"

@@ -12,10 +12,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from annotator.access import ProjectAccess
-from annotator.models import Project, Role
-from annotator.search.filters import FilterError, parse
-from annotator.search.service import filtered_traces
+from annotator.models import Project
+from annotator.search.filters import FilterError
+from annotator.search.scope import as_pairs, scope_trace_ids
 
 # Licences the Hub knows by these ids (a subset of https://huggingface.co/docs/hub/repositories-licenses).
 LICENSES = (
@@ -135,13 +134,9 @@ def _view(project: Project, ref: Any, errors: list[str]) -> tuple[str, tuple[tup
     if view is None:
         errors.append(f"view {text!r} is not a saved view of this project")
         return "", ()
-    pairs = tuple((str(name), str(value)) for name, value in view.params or [])
-    mapping: dict[str, list[str]] = {}
-    for name, value in pairs:
-        mapping.setdefault(name, []).append(value)
-    operator = ProjectAccess(user=None, project=project, roles=frozenset({Role.OWNER}))
+    pairs = as_pairs(view.params)
     try:
-        filtered_traces(operator, parse(mapping))  # a mode code gone from the taxonomy is named here
+        scope_trace_ids(project, pairs)  # a mode code gone from the taxonomy is named here
     except FilterError as error:
         errors.append(f"view {view.name!r}: {error.param}: {error.message}")
         return "", ()

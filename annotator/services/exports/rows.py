@@ -17,7 +17,6 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from annotator.access import ProjectAccess
 from annotator.models import (
     AdjudicationItem,
     Annotation,
@@ -25,11 +24,9 @@ from annotator.models import (
     LabelApplication,
     Project,
     RaterKind,
-    Role,
 )
 from annotator.raters import kinds_of
-from annotator.search.filters import parse
-from annotator.search.service import filtered_traces
+from annotator.search.scope import scope_trace_ids
 from annotator.services.exports.dataset import ModeColumn
 from annotator.services.exports.options import ExportOptions
 from traces.answer_key import merged
@@ -64,20 +61,10 @@ def selected_traces(project: Project, options: ExportOptions) -> QuerySet[Trace]
     if options.batches:
         traces = traces.filter(batch__name__in=options.batches)
     if options.view_params:
-        traces = traces.filter(pk__in=view_trace_ids(project, options.view_params))
+        traces = traces.filter(pk__in=scope_trace_ids(project, options.view_params))
     if options.gold_only:
         traces = traces.filter(adjudications__project=project, adjudications__status__in=GOLD_STATUSES)
     return traces.distinct()
-
-
-def view_trace_ids(project: Project, params: tuple[tuple[str, str], ...]) -> QuerySet:
-    """A subquery of the ids of a saved view's traces, read as the operator would (every trace, every
-    filter): who asked for the export was checked when it was queued (owners, not blind on any trace)."""
-    mapping: dict[str, list[str]] = {}
-    for name, value in params:
-        mapping.setdefault(name, []).append(value)
-    operator = ProjectAccess(user=None, project=project, roles=frozenset({Role.OWNER}))
-    return filtered_traces(operator, parse(mapping)).order_by().values("pk")
 
 
 class Pseudonyms:
