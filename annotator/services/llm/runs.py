@@ -36,7 +36,9 @@ from django.utils import timezone
 from annotator.llm.client import LLMConfigError
 from annotator.llm.secrets import SecretUnreadable
 from annotator.llm.urlguard import UnsafeBaseURL, check_base_url
-from annotator.models import Annotation, LLMConfig, LLMRun, LLMTraceResult, Project
+from annotator.models import Annotation, LLMConfig, LLMRun, LLMTraceResult, Project, SavedView
+from annotator.search.filters import FilterError
+from annotator.search.scope import as_pairs, scope_trace_ids
 from annotator.services.followups import schedule_report_refresh
 from annotator.services.jobs import heartbeat, send_job
 from annotator.services.label_import import LabelImportError
@@ -63,16 +65,24 @@ def check_run_request(
 ):
     """(batch, config, model) for a valid request, else LLMRunError naming what to fix. `check_url=False`
     skips the base-URL rule (annotator.llm.urlguard) for a dry run, which calls nothing."""
+    config, model = check_run_settings(project, limit=limit, model=model, check_url=False)
+    batch = Batch.objects.filter(name=(batch_name or "").strip(), projects=project).first()
+    if batch is None:
+        names = ", ".join(project.batches.order_by("name").values_list("name", flat=True)[:20]) or "none yet"
+        raise LLMRunError(f"No batch {batch_name!r} in this project (its batches: {names}).")
+    if check_url:
+        check_run_settings(project, limit=limit, model=model, check_url=True)
+    return batch, config, model
+
+
+def check_run_settings(project: Project, *, limit: int | None, model: str | None, check_url: bool = True):
+    """(config, model): what every run needs whatever it covers (a batch or a saved view)."""
     if project.archived_at is not None:
         raise LLMRunError("This project is archived: it takes no new runs (an owner can unarchive it).")
     config = get_config(project)
     model = (model or config.model or "").strip()
     if not model:
         raise LLMRunError("Set the model name on the project's LLM settings page (or pass --model).")
-    batch = Batch.objects.filter(name=(batch_name or "").strip(), projects=project).first()
-    if batch is None:
-        names = ", ".join(project.batches.order_by("name").values_list("name", flat=True)[:20]) or "none yet"
-        raise LLMRunError(f"No batch {batch_name!r} in this project (its batches: {names}).")
     if limit is not None and not 1 <= limit <= 2**31 - 1:
         raise LLMRunError("The limit must be a whole number from 1 to 2,147,483,647.")
     try:
@@ -80,7 +90,7 @@ def check_run_request(
             check_base_url(config.base_url, settings.LLM_ALLOWED_BASE_URLS)
     except UnsafeBaseURL as error:
         raise LLMRunError(f"Fix the base URL on the project's LLM settings page: {error}") from None
-    return batch, config, model
+    return config, model
 
 
 def endpoint_snapshot(config: LLMConfig, model: str) -> dict:
@@ -102,13 +112,20 @@ def endpoint_snapshot(config: LLMConfig, model: str) -> dict:
 def do_start_run(
     project: Project,
     *,
-    batch_name: str,
+    batch_name: str = "",
+    view: SavedView | None = None,
     limit: int | None = None,
     model: str | None = None,
     actor=None,
     enqueue: bool = True,
     background: bool = False,
 ) -> LLMRun:
+    """Start a run over a batch, or over a saved view's traces (`view`, found by the caller as its
+    member may see it; the traces are taken now and kept with the run)."""
+    if view is not None:
+        return _start_view_run(
+            project, view, limit=limit, model=model, actor=actor, enqueue=enqueue, background=background
+        )
     batch, config, model = check_run_request(project, batch_name=batch_name, limit=limit, model=model)
     with transaction.atomic():
         run = LLMRun.objects.create(
@@ -126,6 +143,34 @@ def do_start_run(
         if enqueue:
             _enqueue_on_commit(run.pk, background=background)
     log.info("project %s: LLM run %d of %s on batch %s queued", project.slug, run.pk, model, batch.name)
+    return run
+
+
+def _start_view_run(
+    project: Project, view: SavedView, *, limit, model, actor, enqueue: bool, background: bool
+) -> LLMRun:
+    config, model = check_run_settings(project, limit=limit, model=model)
+    ids = view_run_ids(project, view, limit)
+    if not ids:
+        raise LLMRunError(f"The saved view {view.name!r} holds no trace.")
+    with transaction.atomic():
+        run = LLMRun.objects.create(
+            project=project,
+            batch=None,
+            view_name=view.name,
+            scope={"params": [list(pair) for pair in as_pairs(view.params)], "ids": ids},
+            prompt=current_prompt(project),
+            rater=llm_rater(project, model),
+            model=model,
+            endpoint=endpoint_snapshot(config, model),
+            limit=limit,
+            token_cap=config.token_cap,
+            total=len(ids),
+            created_by=actor,
+        )
+        if enqueue:
+            _enqueue_on_commit(run.pk, background=background)
+    log.info("project %s: LLM run %d of %s on view %s queued", project.slug, run.pk, model, view.name)
     return run
 
 
@@ -183,6 +228,34 @@ def do_resume_run(run: LLMRun, *, enqueue: bool = True, background: bool = False
         if enqueue:
             _enqueue_on_commit(run.pk, background=background)
     return True
+
+
+MAX_VIEW_RUN = 50_000  # the trace ids a view run keeps (in its row's JSON)
+
+
+def run_traces(run: LLMRun) -> QuerySet | list[int]:
+    """The ids of the traces `run` covers, in the order it asks: its batch's, or its view's as taken when
+    it started (`LLMRun.scope`)."""
+    if run.scope:
+        ids = sorted(int(pk) for pk in run.scope.get("ids") or [])
+        return ids[: run.limit] if run.limit else ids
+    return run_selection(run.batch_id, run.limit)
+
+
+def view_run_ids(project: Project, view: SavedView, limit: int | None) -> list[int]:
+    """The ids of a saved view's traces a run over it would cover (id order, the first `limit`)."""
+    try:
+        traces = Trace.objects.in_project(project).filter(
+            pk__in=scope_trace_ids(project, as_pairs(view.params))
+        )
+    except FilterError as error:
+        raise LLMRunError(
+            f"The saved view {view.name!r} no longer reads: {error.param}: {error.message}"
+        ) from None
+    ids = list(traces.order_by("id").values_list("id", flat=True)[: MAX_VIEW_RUN + 1])
+    if len(ids) > MAX_VIEW_RUN and not (limit and limit <= MAX_VIEW_RUN):
+        raise LLMRunError(f"A run over a view covers at most {MAX_VIEW_RUN:,} traces: give a limit.")
+    return ids[:limit] if limit else ids
 
 
 def run_selection(batch_id: int, limit: int | None) -> QuerySet:
@@ -247,7 +320,7 @@ def _begin(run_id: int) -> LLMRun | None:
         run.status = LLMRun.Status.RUNNING
         run.started_at = run.started_at or timezone.now()
         run.heartbeat_at = timezone.now()
-        run.total = run_selection(run.batch_id, run.limit).count()
+        run.total = len(run_traces(run)) if run.scope else run_selection(run.batch_id, run.limit).count()
         run.save(update_fields=["status", "started_at", "heartbeat_at", "attempts", "total"])
     return run
 
@@ -264,7 +337,7 @@ def _finish(run: LLMRun, status: str, *, reason: str = "", error: str = "") -> N
 
 def _pending(run: LLMRun) -> list[int]:
     finished = set(run.results.values_list("trace_id", flat=True))
-    return [pk for pk in run_selection(run.batch_id, run.limit) if pk not in finished]
+    return [pk for pk in run_traces(run) if pk not in finished]
 
 
 def _already_labelled(run: LLMRun, trace_ids: list[int]) -> set[int]:
@@ -392,7 +465,8 @@ def run_progress(run: LLMRun, *, failures: int = 20, hide: QuerySet | None = Non
         "stop_reason": run.stop_reason,
         "model": run.model,
         "rater": run.rater.username,
-        "batch": run.batch.name,
+        "batch": run.batch.name if run.batch_id else "",
+        "view": run.view_name,
         "prompt_version": run.prompt.number,
         "limit": run.limit,
         "total": run.total,
