@@ -14,7 +14,6 @@ from annotator.search.filters import parse
 from annotator.search.saved import do_save_view
 from annotator.services.llm.runs import LLMRunError, do_process_run, do_start_run, run_traces
 from tests.factories import BatchFactory, trace_with_steps
-from tests.llm.conftest import batch, chat_server, clock, llm_config, traces  # noqa: F401 (fixtures)
 from tests.llm.fake_server import answer
 from traces.models import Trace
 
