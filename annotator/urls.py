@@ -107,6 +107,7 @@ review_urls = [
     path("p/<slug:slug>/t/<int:trace_id>/review/steps/", review.review_steps, name="trace-review-steps"),
 ]
 saved_views_urls = [
+    path("p/<slug:slug>/traces/csv/", saved_views.traces_csv, name="project-traces-csv"),
     path("p/<slug:slug>/views/", saved_views.save_view, name="project-view-save"),
     path("p/<slug:slug>/views/<int:view_id>/", saved_views.open_saved_view, name="project-view"),
     path("p/<slug:slug>/views/<int:view_id>/rename/", saved_views.rename_view, name="project-view-rename"),

@@ -93,6 +93,7 @@ trace-step                    GET   login 404   200   200   200   200   200   20
 trace-review                  GET   login 404   403   403   200   403   200   403   404   404
 trace-review-steps            GET   login 404   403   403   200   403   200   403   404   404
 project-traces                GET   login 404   403   403   200   403   200   200   404   404
+project-traces-csv            GET   login 404   403   403   200   403   200   200   404   404
 project-view-save             POST  login 404   403   403   302   403   302   302   404   404
 project-view                  GET   login 404   403   403   302   403   302   302   404   404
 project-view-rename           POST  login 404   403   403   403   403   302   302   404   404

@@ -8,17 +8,19 @@ name, a filter that no longer reads), so site.js swaps it in; plain posts redire
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, HttpResponse, QueryDict, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.access import MANAGE_ROLES, REVIEW_ROLES, ProjectAccess, access_project
 from annotator.models import Membership, Project, Role
+from annotator.search.csv_export import trace_csv_lines
 from annotator.search.filters import FilterError, parse
 from annotator.search.saved import (
     ViewError,
@@ -29,9 +31,11 @@ from annotator.search.saved import (
     find_view,
     may_create,
     may_manage,
+    open_view,
     project_views,
     stored_params,
 )
+from annotator.search.service import filtered_traces
 from annotator.services.rounds import RoundError
 
 
@@ -83,6 +87,28 @@ def save_view(request: HttpRequest, slug: str) -> HttpResponse:
             error=error.message if error.field == "name" else f"{error.field}: {error.message}",
         )
     return _answer(request, project, done=f"Saved the view {view.name!r}.")
+
+
+@require_GET
+def traces_csv(request: HttpRequest, slug: str) -> HttpResponse:
+    """The trace list's filters (or `view=ID|NAME`, a saved view's) as a CSV download of the traces."""
+    project = access_project(request.user, slug, roles=REVIEW_ROLES)
+    ref = request.GET.get("view", "").strip()
+    try:
+        if ref:
+            view, flt = open_view(project.access, ref)
+            name = view.name
+        else:
+            flt, name = parse(request.GET), "traces"
+        traces = filtered_traces(project.access, flt)
+    except FilterError as error:
+        return HttpResponse(
+            f"{error.param}: {error.message}", status=400, content_type="text/plain; charset=utf-8"
+        )
+    response = StreamingHttpResponse(trace_csv_lines(traces), content_type="text/csv; charset=utf-8")
+    filename = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{project.slug}-{name}").strip("-")[:120]
+    response["Content-Disposition"] = f'attachment; filename="{filename}.csv"'
+    return response
 
 
 @require_GET

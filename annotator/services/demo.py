@@ -7,7 +7,8 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from annotator.models import Membership, Project
+from annotator.models import Membership, Project, SavedView
+from annotator.search.filters import TraceFilter
 from annotator.services.assignment import do_assign
 from annotator.services.imports import do_import_traces
 from taxonomy.services import load_builtin_taxonomies, resolve_version
@@ -62,6 +63,15 @@ def do_seed_demo(*, n_traces: int = 40, work_dir: Path) -> str:
         project.batches.add(Batch.objects.filter(name=DEMO_BATCH).order_by("pk").first())
         do_assign(project)
     batch = project.batches.filter(name=DEMO_BATCH).order_by("pk").first()
+    # One saved view (annotator.search.saved), so the trace list shows what a shared filter looks like.
+    SavedView.objects.get_or_create(
+        project=project,
+        name="Disputed traces",
+        defaults={
+            "params": [list(pair) for pair in TraceFilter(state="in_adjudication").to_params()],
+            "created_by": users["owner"],
+        },
+    )
     state = "created" if created else "already there"
     return f"Demo project '{project.slug}' {state}: {batch.trace_count} traces, {project.assignments.count()} assignments"
 

@@ -158,6 +158,7 @@ ROUTES = [
     ("p/<slug:slug>/t/<int:trace_id>/steps/<int:index>/", "trace-step"),
     ("p/<slug:slug>/threads/<int:thread_id>/decide/", "thread-decide"),
     ("p/<slug:slug>/traces/", "project-traces"),
+    ("p/<slug:slug>/traces/csv/", "project-traces-csv"),
     ("p/<slug:slug>/views/", "project-view-save"),
     ("p/<slug:slug>/views/<int:view_id>/", "project-view"),
     ("p/<slug:slug>/views/<int:view_id>/delete/", "project-view-delete"),

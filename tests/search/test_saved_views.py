@@ -178,3 +178,34 @@ def test_view_traces_equal_the_same_filters_typed(world, owner):
     access = ProjectAccess.of(owner, world.project)
     typed = list(filtered_traces(access, TraceFilter(q="kubectl")).values_list("pk", flat=True))
     assert list(view_traces(access, view).values_list("pk", flat=True)) == typed
+
+
+def test_the_trace_list_downloads_as_csv_by_filters_or_view(client, world, owner, annotator_a):
+    view = _save(world.project, owner, "Failures", outcome="failure")
+    client.force_login(owner)
+    by_view = client.get(f"/p/demo-project/traces/csv/?view={view.pk}")
+    assert by_view.status_code == 200 and by_view["Content-Type"].startswith("text/csv")
+    assert 'filename="demo-project-Failures.csv"' in by_view["Content-Disposition"]
+    lines = b"".join(by_view.streaming_content).decode().splitlines()
+    assert lines[0].startswith("id,external_id,batch") and sorted(
+        line.split(",")[1] for line in lines[1:]
+    ) == [
+        "sre-1",
+        "web-2",
+    ]
+    by_filters = b"".join(client.get("/p/demo-project/traces/csv/?outcome=failure").streaming_content)
+    assert by_filters.decode().splitlines() == lines
+    assert client.get("/p/demo-project/traces/csv/?outcome=maybe").status_code == 400
+    out = StringIO()
+    call_command("traces", "demo-project", "--view", "Failures", "--csv", stdout=out)
+    assert out.getvalue().splitlines() == lines
+    client.force_login(annotator_a)
+    assert client.get(f"/p/demo-project/traces/csv/?view={view.pk}").status_code == 403  # the list's roles
+
+
+def test_the_demo_seeds_one_saved_view(db, tmp_path):
+    from annotator.services.demo import do_seed_demo
+
+    do_seed_demo(n_traces=4, work_dir=tmp_path)
+    view = SavedView.objects.get(name="Disputed traces")
+    assert view.params == [["state", "in_adjudication"]]

@@ -12,9 +12,12 @@ from django.urls import reverse
 from rest_framework.exceptions import APIException, ValidationError
 
 from annotator.access import ProjectAccess
-from annotator.api.traces import trace_filter, trace_list_body
+from annotator.api.traces import applied_filter, trace_filter, trace_list_body
 from annotator.models import Project, Role
+from annotator.search.csv_export import trace_csv_lines
+from annotator.search.filters import FilterError
 from annotator.search.saved import ViewError, do_save_view
+from annotator.search.service import filtered_traces
 
 # (flag, parameter, help): the flags are the API's query parameters with dashes.
 FILTER_FLAGS = (
@@ -73,9 +76,16 @@ class Command(BaseCommand):
             default="",
             help="The server's address for the next/previous links, e.g. https://annotator.example.org",
         )
-        parser.add_argument("--json", dest="as_json", action="store_true", help="The API's JSON body")
+        output = parser.add_mutually_exclusive_group()
+        output.add_argument("--json", dest="as_json", action="store_true", help="The API's JSON body")
+        output.add_argument(
+            "--csv",
+            dest="as_csv",
+            action="store_true",
+            help="Every matching trace (no paging) as CSV, as the trace list's Download CSV",
+        )
 
-    def handle(self, *args, slug, meta, user, base_url, as_json, view, save_view, **options):
+    def handle(self, *args, slug, meta, user, base_url, as_json, as_csv, view, save_view, **options):
         project = Project.objects.filter(slug=slug).first()
         if project is None:
             raise CommandError(f"No project with slug {slug!r}")
@@ -94,6 +104,10 @@ class Command(BaseCommand):
             if save_view:
                 saved = do_save_view(access, save_view, trace_filter(params))
                 self.stderr.write(f"Saved the view {saved.name!r} (id {saved.pk}).")
+            if as_csv:
+                for line in trace_csv_lines(filtered_traces(access, applied_filter(access, params))):
+                    self.stdout.write(line, ending="")
+                return
             body = trace_list_body(access, params, url)
         except ValidationError as error:
             problems = "; ".join(
@@ -103,6 +117,8 @@ class Command(BaseCommand):
         except ViewError as error:
             flag = "--save-view" if error.field == "name" else f"--{error.field.replace('_', '-')}"
             raise CommandError(f"{flag}: {error.message}") from error
+        except FilterError as error:  # an unknown mode code, read when the traces are
+            raise CommandError(f"--{error.param.replace('_', '-')}: {error.message}") from error
         except Http404 as error:
             raise CommandError(f"--view: {error}") from error
         except (PermissionDenied, APIException) as error:
