@@ -169,6 +169,14 @@ class LLMLabelsSerializer(serializers.Serializer):
     opinions = OpinionSerializer(many=True)
 
 
+class PreviewRunSerializer(serializers.Serializer):
+    batch = serializers.CharField(max_length=200, help_text="A batch of the project")
+    limit = serializers.IntegerField(
+        min_value=1, max_value=2**31 - 1, required=False, help_text="Only the first N traces"
+    )
+    model = serializers.CharField(max_length=200, required=False, help_text="Default: the project's model")
+
+
 class StartRunSerializer(serializers.Serializer):
     batch = serializers.CharField(
         max_length=200, required=False, help_text="A batch of the project (or give `view`)"
@@ -474,12 +482,12 @@ class LLMRunPreview(APIView):
     @extend_schema(
         summary="Dry run: the messages a run would send for the batch's first trace, and the estimate of the "
         "whole run (requests, prompt tokens, cost); calls nothing (owners only)",
-        request=StartRunSerializer,
+        request=PreviewRunSerializer,
         responses={200: RunPreview, 400: _ERROR},
     )
     def post(self, request: Request, slug: str) -> Response:
         project = access_project(request.user, slug, roles=MANAGE_ROLES)
-        body = StartRunSerializer(data=request.data)
+        body = PreviewRunSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         arguments = {
             "batch_name": body.validated_data["batch"],

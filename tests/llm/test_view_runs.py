@@ -78,5 +78,5 @@ def test_api_and_command_start_a_run_over_a_view(client, project, owner, failure
     assert "on view Failures, 3 traces" in out.getvalue()
     with pytest.raises(CommandError, match="--view: no saved view"):
         call_command("llm_annotate", "demo-project", "--view", "Nope", stdout=StringIO())
-    with pytest.raises(CommandError, match="Give --batch or --view"):
+    with pytest.raises(CommandError, match="--batch is required"):
         call_command("llm_annotate", "demo-project", stdout=StringIO())

@@ -53,8 +53,10 @@ class Command(BaseCommand):
         if resume:
             run = self._resumed(project, resume)
         else:
-            if bool(batch) == bool(view):
-                raise CommandError("Give --batch or --view (or --resume RUN_ID)", returncode=2)
+            if not batch and not view:
+                raise CommandError("--batch is required (or --view NAME, or --resume RUN_ID)", returncode=2)
+            if batch and view:
+                raise CommandError("Give --batch or --view, not both", returncode=2)
             try:
                 if view:
                     if dry_run:
