@@ -305,8 +305,15 @@ def measure_queries(project, args) -> None:
         for query in queries:
             ms = _timed(page(query), args.repeat)
             count = page(query)()["count"]
-            rows.append((f"{kind}: {query}", f"{ms:.1f}", f"{ms / baseline:.2f}x", f"{count:,}",
-                         "ok" if ms < budget else "SLOW"))  # fmt: skip
+            rows.append(
+                (
+                    f"{kind}: {query}",
+                    f"{ms:.1f}",
+                    f"{ms / baseline:.2f}x",
+                    f"{count:,}",
+                    "ok" if ms < budget else "SLOW",
+                )
+            )
             if kind == "search":
                 worst_search = max(worst_search, ms)
             else:
@@ -319,18 +326,33 @@ def measure_queries(project, args) -> None:
         return traces.count(), list(traces.order_by("id")[:50])
 
     scan = _timed(ilike, args.repeat)
-    rows.append(("(search baseline) ILIKE 'kubectl' and 'delete', no index", f"{scan:.1f}",
-                 f"{scan / baseline:.2f}x", "", ""))  # fmt: skip
+    rows.append(
+        (
+            "(search baseline) ILIKE 'kubectl' and 'delete', no index",
+            f"{scan:.1f}",
+            f"{scan / baseline:.2f}x",
+            "",
+            "",
+        )
+    )
     print(f"\nserver time, median of {args.repeat} (ms), {args.traces:,} traces x 20 steps:")
     print(table(rows, ("query", "ms", "vs baseline", "count", "")))
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_size_pretty(pg_relation_size('traces_step_content_fts'))")
         print(f"full-text index size: {cursor.fetchone()[0]}")
     size = f"{args.traces:,} traces"
-    goal(f"slowest filter / 3-filter page + count ({size})", f"{worst_filter:.0f} ms",
-         f"< {FILTER_BUDGET_MS} ms", worst_filter < FILTER_BUDGET_MS)  # fmt: skip
-    goal(f"slowest full-text search page + count ({size})", f"{worst_search:.0f} ms",
-         f"< {SEARCH_BUDGET_MS} ms", worst_search < SEARCH_BUDGET_MS)  # fmt: skip
+    goal(
+        f"slowest filter / 3-filter page + count ({size})",
+        f"{worst_filter:.0f} ms",
+        f"< {FILTER_BUDGET_MS} ms",
+        worst_filter < FILTER_BUDGET_MS,
+    )
+    goal(
+        f"slowest full-text search page + count ({size})",
+        f"{worst_search:.0f} ms",
+        f"< {SEARCH_BUDGET_MS} ms",
+        worst_search < SEARCH_BUDGET_MS,
+    )
 
 
 def measure_import(args) -> None:
@@ -352,8 +374,10 @@ def measure_import(args) -> None:
             call_command("import_traces", str(source), "--batch", f"import-{run}-{indexed}", verbosity=0)
             times[indexed].append(time.perf_counter() - started)
             with connection.cursor() as cursor:  # the next run imports the same file anew
-                cursor.execute("DELETE FROM traces_trace WHERE batch_id IN (SELECT id FROM traces_batch "
-                               "WHERE name LIKE 'import-%%')")  # fmt: skip
+                cursor.execute(
+                    "DELETE FROM traces_trace WHERE batch_id IN (SELECT id FROM traces_batch "
+                    "WHERE name LIKE 'import-%%')"
+                )
                 cursor.execute("DELETE FROM traces_batch WHERE name LIKE 'import-%%'")
     with connection.cursor() as cursor:
         cursor.execute("DROP INDEX IF EXISTS traces_step_content_fts")
@@ -361,10 +385,21 @@ def measure_import(args) -> None:
     without, with_index = statistics.median(times[False]), statistics.median(times[True])
     ratio = with_index / without
     print(f"\nimport_traces of {args.import_traces:,} native traces x 20 steps, median of {args.repeat}:")
-    print(table([("(baseline) without the full-text index", f"{without:.2f}", "1.00x"),
-                 ("with it", f"{with_index:.2f}", f"{ratio:.2f}x")], ("import", "s", "ratio")))  # fmt: skip
-    goal("import with the full-text index vs without", f"{ratio:.2f}x", f"<= {IMPORT_BUDGET:.2f}x",
-         ratio <= IMPORT_BUDGET)  # fmt: skip
+    print(
+        table(
+            [
+                ("(baseline) without the full-text index", f"{without:.2f}", "1.00x"),
+                ("with it", f"{with_index:.2f}", f"{ratio:.2f}x"),
+            ],
+            ("import", "s", "ratio"),
+        )
+    )
+    goal(
+        "import with the full-text index vs without",
+        f"{ratio:.2f}x",
+        f"<= {IMPORT_BUDGET:.2f}x",
+        ratio <= IMPORT_BUDGET,
+    )
 
 
 if __name__ == "__main__":

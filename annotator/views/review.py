@@ -83,8 +83,10 @@ def trace_list(request: HttpRequest, slug: str) -> HttpResponse:
         context.update(panel_context(project.access, current=context["query"]))
     template = "annotator/partials/_trace_results.html" if request.htmx else "annotator/trace_list.html"
     response = render(request, template, context, status=status)
-    if request.htmx:
-        response["HX-Push-Url"] = request.get_full_path()
+    if request.htmx and not error:
+        # The canonical URL of what is shown (the form sends its empty fields too): a clean bookmark.
+        shown = flt.to_params() + ([("page", str(page.number))] if page.number > 1 else [])
+        response["HX-Push-Url"] = f"{request.path}?{urlencode(shown)}" if shown else request.path
     return response
 
 

@@ -32,16 +32,32 @@ def _trace(project, batch, external_id, **fields) -> Trace:
 @pytest.fixture
 def world(project, annotator_a, annotator_b) -> World:
     alpha, beta = BatchFactory(name="alpha"), BatchFactory(name="beta")
-    gold = _trace(project, alpha, "sre-1", model="gpt-4o", outcome="failure", score=0.2, benchmark="sre",
-                  metadata={"split": "test", "lang": "en"})  # fmt: skip
+    gold = _trace(
+        project,
+        alpha,
+        "sre-1",
+        model="gpt-4o",
+        outcome="failure",
+        score=0.2,
+        benchmark="sre",
+        metadata={"split": "test", "lang": "en"},
+    )
     Step.objects.filter(trace=gold, index=3).update(
         kind="tool_call",
         tool_name="bash",
         tool_args={"cmd": "kubectl delete ns prod"},
         content="Running <b>kubectl</b> delete namespace prod now",
     )
-    disputed = _trace(project, alpha, "sre-2", model="claude", outcome="success", score=0.9, benchmark="sre",
-                      metadata={"split": "dev"})  # fmt: skip
+    disputed = _trace(
+        project,
+        alpha,
+        "sre-2",
+        model="claude",
+        outcome="success",
+        score=0.9,
+        benchmark="sre",
+        metadata={"split": "dev"},
+    )
     Step.objects.filter(trace=disputed, index=1).update(content="kubectl get pods shows two restarts")
     fresh = _trace(project, beta, "web-1", model="gpt-4o", outcome="unknown", benchmark="web")
     started = _trace(project, beta, "web-2", model="gpt-4o", outcome="failure", score=0.5, benchmark="web")

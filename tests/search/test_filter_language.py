@@ -64,8 +64,15 @@ def test_search_orders_by_rank_unless_told():
 
 def test_label_filters_are_the_ones_that_reveal_labels():
     assert not parse(QueryDict("q=x&model=m&state=unassigned&tool=bash")).reveals_labels
-    for query in ("gold_mode=FM-1.1", "human_mode=FM-1.1", "llm_mode=FM-1.1", "disputed_mode=FM-1.1",
-                  "evidence_kind=error", "state=gold", "state=in_adjudication"):  # fmt: skip
+    for query in (
+        "gold_mode=FM-1.1",
+        "human_mode=FM-1.1",
+        "llm_mode=FM-1.1",
+        "disputed_mode=FM-1.1",
+        "evidence_kind=error",
+        "state=gold",
+        "state=in_adjudication",
+    ):
         assert parse(QueryDict(query)).reveals_labels, query
 
 

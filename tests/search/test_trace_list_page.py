@@ -51,7 +51,7 @@ def test_pager_links_keep_the_filter(owner_client, world):
 
 
 def test_htmx_gets_only_the_results_partial(owner_client):
-    response = owner_client.get(f"{PAGE}?benchmark=web", headers={"HX-Request": "true"})
+    response = owner_client.get(f"{PAGE}?benchmark=web&model=&q=", headers={"HX-Request": "true"})
     text = response.content.decode()
     assert response.status_code == 200
     assert '<section id="trace-results"' in text

@@ -32,7 +32,7 @@ def test_json_equals_the_api_body(client, owner, world):
             "--json",
             "--base-url",
             "http://testserver",
-        )  # fmt: skip
+        )
     )
     assert cli == api and cli["count"] == 1 and cli["results"][0]["matches"][0]["index"] == 3
 

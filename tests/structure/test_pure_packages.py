@@ -28,6 +28,8 @@ PURE_MODULES = [
     "annotator.triage",
     "annotator.triage.signals",
     "annotator.triage.curve",
+    "annotator.search",
+    "annotator.search.filters",
     "traces.importers",
     "taxonomy.schema",
 ]
