@@ -10,6 +10,8 @@ from typing import Any
 from django.db.models import QuerySet
 
 from annotator.csvsafe import safe_cell
+from annotator.search.scope import as_queryset
+from annotator.search.service import RankedTraces
 from traces.models import Trace
 
 CSV_COLUMNS = ("id", "external_id", "batch", "benchmark", "model", "system", "outcome", "score", "step_count")
@@ -22,8 +24,12 @@ class _Line:
         return value
 
 
-def trace_csv_lines(traces: QuerySet[Trace]) -> Iterator[str]:
-    """The header and one CSV line per trace (cells safe for spreadsheets), read in chunks."""
+def trace_csv_lines(found: QuerySet[Trace] | RankedTraces) -> Iterator[str]:
+    """The header and one CSV line per trace (cells safe for spreadsheets), read in chunks, in the list's
+    order (a search's results in id order: the rank orders a page, not a download)."""
+    traces = as_queryset(found)
+    if isinstance(found, RankedTraces):
+        traces = traces.order_by("id")
     writer = csv.writer(_Line(), lineterminator="\n")
     yield writer.writerow(CSV_COLUMNS)
     rows = traces.values_list(

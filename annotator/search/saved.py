@@ -28,8 +28,8 @@ from django.db.models import QuerySet
 from annotator.access import MANAGE_ROLES, REVIEW_ROLES, ProjectAccess
 from annotator.models import CalibrationRound, SavedView
 from annotator.search.filters import FilterError, TraceFilter
-from annotator.search.scope import find_view, is_label_view, stored_params, view_filter
-from annotator.search.service import filtered_traces
+from annotator.search.scope import as_queryset, find_view, is_label_view, stored_params, view_filter
+from annotator.search.service import RankedTraces, filtered_traces
 from annotator.services.rounds import MAX_ROUND_TRACES, RoundError, TraceChoice, do_open_round
 from traces.models import Trace
 
@@ -64,7 +64,7 @@ class ViewRow:
         return not self.error and not self.held
 
 
-def view_traces(access: ProjectAccess, view: SavedView) -> QuerySet[Trace]:
+def view_traces(access: ProjectAccess, view: SavedView) -> QuerySet[Trace] | RankedTraces:
     """The view's traces as this member may see them. Raises FilterError (a stored parameter that no longer
     reads, e.g. a mode gone from the taxonomy) and PermissionDenied (a blind hold), as the trace list does."""
     return filtered_traces(access, view_filter(view))
@@ -73,7 +73,7 @@ def view_traces(access: ProjectAccess, view: SavedView) -> QuerySet[Trace]:
 def view_row(access: ProjectAccess, view: SavedView) -> ViewRow:
     """One view with its current count for this member (one COUNT query), or why it has none."""
     try:
-        count = view_traces(access, view).order_by().count()
+        count = view_traces(access, view).count()
     except FilterError as error:
         return ViewRow(view, error=f"{error.param}: {error.message}")
     except PermissionDenied as refusal:
@@ -194,7 +194,7 @@ def do_delete_view(access: ProjectAccess, view: SavedView) -> None:
 def view_trace_ids(access: ProjectAccess, view: SavedView) -> list[int]:
     """The ids of the view's traces as this member may see them, in id order (FilterError, PermissionDenied
     as `view_traces`)."""
-    return list(view_traces(access, view).order_by("pk").values_list("pk", flat=True))
+    return list(as_queryset(view_traces(access, view)).order_by("pk").values_list("pk", flat=True))
 
 
 def do_open_view_round(

@@ -17,7 +17,8 @@ from django.http import Http404
 from annotator.access import ProjectAccess
 from annotator.models import Project, Role, SavedView
 from annotator.search.filters import FilterError, TraceFilter, parse
-from annotator.search.service import filtered_traces
+from annotator.search.service import RankedTraces, filtered_traces
+from traces.models import Trace
 
 Pairs = tuple[tuple[str, str], ...]
 
@@ -38,10 +39,16 @@ def operator_access(project: Project) -> ProjectAccess:
     return ProjectAccess(user=None, project=project, roles=frozenset({Role.OWNER}))
 
 
+def as_queryset(found: QuerySet[Trace] | RankedTraces) -> QuerySet[Trace]:
+    """The traces `filtered_traces` found as a plain queryset (a search's rank order left aside): for
+    membership (`pk__in=`), counts and id-ordered reads."""
+    return found.traces if isinstance(found, RankedTraces) else found
+
+
 def scope_trace_ids(project: Project, pairs: Pairs) -> QuerySet:
     """A subquery of the ids of the traces the filters select (use with `pk__in=` / `trace__in=`).
     Raises FilterError when a stored parameter no longer reads (a mode gone from the taxonomy)."""
-    return filtered_traces(operator_access(project), scope_filter(pairs)).order_by().values("pk")
+    return as_queryset(filtered_traces(operator_access(project), scope_filter(pairs))).order_by().values("pk")
 
 
 # Finding a view (here rather than in saved.py: the report's filters need it, and saved.py opens rounds,

@@ -176,8 +176,9 @@ def test_cli_saves_and_applies_a_view(world):
 def test_view_traces_equal_the_same_filters_typed(world, owner):
     view = _save(world.project, owner, "kubectl", q="kubectl")
     access = ProjectAccess.of(owner, world.project)
-    typed = list(filtered_traces(access, TraceFilter(q="kubectl")).values_list("pk", flat=True))
-    assert list(view_traces(access, view).values_list("pk", flat=True)) == typed
+    typed = filtered_traces(access, TraceFilter(q="kubectl"))
+    found = view_traces(access, view)
+    assert [t.pk for t in found[0:10]] == [t.pk for t in typed[0:10]] and found.count() == typed.count() == 2
 
 
 def test_the_trace_list_downloads_as_csv_by_filters_or_view(client, world, owner, annotator_a):
