@@ -80,3 +80,22 @@ def test_api_and_command_start_a_run_over_a_view(client, project, owner, failure
         call_command("llm_annotate", "demo-project", "--view", "Nope", stdout=StringIO())
     with pytest.raises(CommandError, match="--batch is required"):
         call_command("llm_annotate", "demo-project", stdout=StringIO())
+
+
+def test_the_llm_page_starts_a_run_over_a_view(client, project, owner, failures, llm_config):
+    _view(project, owner)
+    client.force_login(owner)
+    page = client.get("/p/demo-project/llm/").content.decode()
+    assert '<select id="llm-view" name="view">' in page and "<option>Failures</option>" in page
+    started = client.post(
+        "/p/demo-project/llm/runs/", {"batch": "run-1", "view": "Failures"}, headers={"HX-Request": "true"}
+    )
+    assert started.status_code == 200 and "queued" in started.content.decode()
+    run = LLMRun.objects.get()
+    assert (
+        run.view_name == "Failures" and run.total == 3 and "the view “Failures”" in started.content.decode()
+    )
+    missing = client.post(
+        "/p/demo-project/llm/runs/", {"batch": "run-1", "view": "Nope"}, headers={"HX-Request": "true"}
+    )
+    assert "No saved view" in missing.content.decode()
