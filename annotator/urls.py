@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from annotator.search import views as saved_views
 from annotator.triage import views as triage
 from annotator.views import (
     adjudication,
@@ -104,6 +105,14 @@ review_urls = [
     path("p/<slug:slug>/traces/", review.trace_list, name="project-traces"),
     path("p/<slug:slug>/t/<int:trace_id>/review/", review.trace_review, name="trace-review"),
     path("p/<slug:slug>/t/<int:trace_id>/review/steps/", review.review_steps, name="trace-review-steps"),
+]
+saved_views_urls = [
+    path("p/<slug:slug>/traces/csv/", saved_views.traces_csv, name="project-traces-csv"),
+    path("p/<slug:slug>/views/", saved_views.save_view, name="project-view-save"),
+    path("p/<slug:slug>/views/<int:view_id>/", saved_views.open_saved_view, name="project-view"),
+    path("p/<slug:slug>/views/<int:view_id>/rename/", saved_views.rename_view, name="project-view-rename"),
+    path("p/<slug:slug>/views/<int:view_id>/delete/", saved_views.delete_view, name="project-view-delete"),
+    path("p/<slug:slug>/views/<int:view_id>/round/", saved_views.view_round, name="project-view-round"),
 ]
 agreement_urls = [
     path("p/<slug:slug>/agreement/", agreement.agreement, name="agreement"),
@@ -224,6 +233,7 @@ urlpatterns = [
     *signatures_urls,
     *llm_urls,
     *triage_urls,
+    *saved_views_urls,
     *traces_urls,
     *taxonomy_urls,
     # The REST API, its OpenAPI schema (/api/schema/) and docs (/api/docs/): annotator/api/urls.py.

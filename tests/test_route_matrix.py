@@ -43,6 +43,7 @@ from annotator.models import (
     LLMRun,
     LLMTraceResult,
     ModeProposal,
+    SavedView,
     Thread,
 )
 from annotator.services.adjudication import do_check_trace
@@ -92,6 +93,12 @@ trace-step                    GET   login 404   200   200   200   200   200   20
 trace-review                  GET   login 404   403   403   200   403   200   403   404   404
 trace-review-steps            GET   login 404   403   403   200   403   200   403   404   404
 project-traces                GET   login 404   403   403   200   403   200   200   404   404
+project-traces-csv            GET   login 404   403   403   200   403   200   200   404   404
+project-view-save             POST  login 404   403   403   302   403   302   302   404   404
+project-view                  GET   login 404   403   403   302   403   302   302   404   404
+project-view-rename           POST  login 404   403   403   403   403   302   302   404   404
+project-view-delete           POST  login 404   403   403   403   403   302   302   404   404
+project-view-round            POST  login 404   403   403   403   403   302   302   404   404
 project-members               GET   login 404   403   403   403   403   200   200   404   200
 project-member-add            POST  login 404   403   403   403   403   302   302   404   302
 project-member-remove         POST  login 404   403   403   403   403   302   302   404   302
@@ -136,6 +143,8 @@ api-export-start              POST  401   404   403   403   403   403   202   40
 api-export-status             GET   401   404   403   403   403   403   200   403   404   404
 api-signatures                GET   401   404   403   403   200   200   200   403   404   404
 api-project-traces            GET   401   404   200   200   200   200   200   200   404   404
+api-views                     GET   401   404   200   200   200   200   200   200   404   404
+api-view                      GET   401   404   200   200   200   200   200   200   404   404
 api-trace                     GET   401   404   200   200   200   200   200   200   404   404
 api-trace-steps               GET   401   404   200   200   200   200   200   200   404   404
 api-trace-search              GET   401   404   200   200   200   200   200   200   404   404
@@ -330,6 +339,9 @@ def world(project, owner, annotator_a, annotator_b, adjudicator, outsider):
     invited.set_unusable_password()
     invited.save()
     link = set_password_path(invited).rstrip("/").split("/")
+    view = SavedView.objects.create(
+        project=project, name="Failures", params=[["outcome", "failure"]], created_by=owner
+    )
     migration = do_preview_migration(project, [{"op": "edit", "code": "FM-1.1", "guidance": "sharper"}])
     kwargs = {
         "uidb64": link[-2],
@@ -347,6 +359,7 @@ def world(project, owner, annotator_a, annotator_b, adjudicator, outsider):
         "round_id": round_.pk,
         "thread_id": thread.pk,
         "migration_id": migration.pk,
+        "view_id": view.pk,
         "figure": "prevalence",
         "format": "json",
     }

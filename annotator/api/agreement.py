@@ -52,6 +52,11 @@ class AgreementRequestSerializer(serializers.Serializer):
         max_length=10,
         help_text='Trace metadata conditions "key=value" (all must hold), e.g. "round=Round 3"',
     )
+    view = serializers.CharField(
+        required=False,
+        max_length=200,
+        help_text="A saved view's id or name: only its traces (GET /api/projects/SLUG/views/)",
+    )
 
 
 FILTERS = [
@@ -66,6 +71,9 @@ FILTERS = [
         OpenApiTypes.STR,
         many=True,
         description='Trace metadata condition "key=value" (repeat for several; all must hold), e.g. round=Round 3',
+    ),
+    OpenApiParameter(
+        "view", OpenApiTypes.STR, description="A saved view's id or name: only its traces (/api/.../views/)"
     ),
 ]
 Errors = OpenApiResponse(ErrorSerializer, description="A filter names something that is not in the project")
@@ -107,7 +115,7 @@ def agreement(request, slug: str):
     if request.method == "POST" and isinstance(request.data, dict) and request.data:
         params = request.data
     try:
-        filters = clean_filters(project, params)
+        filters = clean_filters(project, params, project.access)
     except ReportFilterError as error:
         return error_response("A filter is not valid", status=400, errors=error.messages)
     if request.method == "GET":

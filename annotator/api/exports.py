@@ -53,6 +53,12 @@ class ExportRequestSerializer(serializers.Serializer):
         child=serializers.CharField(max_length=200), required=False, help_text="Default: all"
     )
     gold_only = serializers.BooleanField(required=False, default=False)
+    view = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=200,
+        help_text="A saved view's id or name (GET /api/projects/SLUG/views/): only its traces",
+    )
     include_text = serializers.BooleanField(required=False, default=True)
     real_names = serializers.BooleanField(required=False, default=False)
     license = serializers.ChoiceField(LICENSES, required=False, default="cc-by-4.0")

@@ -24,6 +24,8 @@ from annotator.api.errors import ErrorSerializer, error_response
 from annotator.api.signature_serializers import EstimateSerializer
 from annotator.models import LLMConfig, LLMRun
 from annotator.models.llm import MAX_CONCURRENCY
+from annotator.search.filters import FilterError
+from annotator.search.saved import open_view
 from annotator.services.enqueue import is_eager
 from annotator.services.llm.agreement import CURVE_RULE, llm_agreement
 from annotator.services.llm.config import (
@@ -68,7 +70,8 @@ class RunStatus(serializers.Serializer):
     stop_reason = serializers.CharField(allow_blank=True)
     model = serializers.CharField()
     rater = serializers.CharField(help_text="The rater user whose annotations hold the labels")
-    batch = serializers.CharField()
+    batch = serializers.CharField(allow_blank=True, help_text="The batch it covers; empty for a view run")
+    view = serializers.CharField(allow_blank=True, help_text="The saved view it covers (its traces then)")
     prompt_version = serializers.IntegerField()
     limit = serializers.IntegerField(allow_null=True)
     total = serializers.IntegerField()
@@ -175,8 +178,23 @@ class LLMLabelsSerializer(serializers.Serializer):
     opinions = OpinionSerializer(many=True)
 
 
-class StartRunSerializer(serializers.Serializer):
+class PreviewRunSerializer(serializers.Serializer):
     batch = serializers.CharField(max_length=200, help_text="A batch of the project")
+    limit = serializers.IntegerField(
+        min_value=1, max_value=2**31 - 1, required=False, help_text="Only the first N traces"
+    )
+    model = serializers.CharField(max_length=200, required=False, help_text="Default: the project's model")
+
+
+class StartRunSerializer(serializers.Serializer):
+    batch = serializers.CharField(
+        max_length=200, required=False, help_text="A batch of the project (or give `view`)"
+    )
+    view = serializers.CharField(
+        max_length=200,
+        required=False,
+        help_text="A saved view's id or name: label its traces instead of a batch",
+    )
     limit = serializers.IntegerField(
         min_value=1, max_value=2**31 - 1, required=False, help_text="Only the first N traces"
     )
@@ -367,7 +385,7 @@ class LLMRunList(APIView):
         return Response(RunStatus(newest, many=True).data)
 
     @extend_schema(
-        summary="Start an LLM run over a batch (owners only); follow it at llm-runs/{id}/",
+        summary="Start an LLM run over a batch or a saved view (owners only); follow it at llm-runs/{id}/",
         request=StartRunSerializer,
         responses={202: RunStatus, 400: _ERROR},
     )
@@ -375,10 +393,21 @@ class LLMRunList(APIView):
         project = access_project(request.user, slug, roles=MANAGE_ROLES)
         body = StartRunSerializer(data=request.data)
         body.is_valid(raise_exception=True)
+        data = body.validated_data
+        if bool(data.get("batch")) == bool(data.get("view")):
+            message = "Give a batch or a saved view to label"
+            return error_response(message, status=status.HTTP_400_BAD_REQUEST, errors=[message])
+        try:
+            # A view on labels answers 403 to an owner still blind on a trace it selects (its check).
+            view = open_view(project.access, data["view"])[0] if data.get("view") else None
+        except FilterError as error:
+            message = f"The saved view no longer reads: {error.param}: {error.message}"
+            return error_response(message, status=status.HTTP_400_BAD_REQUEST, errors=[message])
         try:
             run = do_start_run(
                 project,
-                batch_name=body.validated_data["batch"],
+                view=view,
+                batch_name=body.validated_data.get("batch", ""),
                 limit=body.validated_data.get("limit"),
                 model=body.validated_data.get("model") or None,
                 actor=request.user,
@@ -467,12 +496,12 @@ class LLMRunPreview(APIView):
     @extend_schema(
         summary="Dry run: the messages a run would send for the batch's first trace, and the estimate of the "
         "whole run (requests, prompt tokens, cost); calls nothing (owners only)",
-        request=StartRunSerializer,
+        request=PreviewRunSerializer,
         responses={200: RunPreview, 400: _ERROR},
     )
     def post(self, request: Request, slug: str) -> Response:
         project = access_project(request.user, slug, roles=MANAGE_ROLES)
-        body = StartRunSerializer(data=request.data)
+        body = PreviewRunSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         arguments = {
             "batch_name": body.validated_data["batch"],

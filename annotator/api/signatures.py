@@ -39,6 +39,11 @@ def _filter(name: str, what: str) -> OpenApiParameter:
         _filter("model", "model"),
         _filter("system", "agent system"),
         _filter("benchmark", "benchmark"),
+        OpenApiParameter(
+            "view",
+            OpenApiTypes.STR,
+            description="A saved view's id or name: only its traces (/api/.../views/)",
+        ),
         OpenApiParameter("compare_a", OpenApiTypes.STR, description="Batch A (before) of the comparison"),
         OpenApiParameter("compare_b", OpenApiTypes.STR, description="Batch B (after) of the comparison"),
     ],

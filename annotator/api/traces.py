@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields as dataclass_fields
 from typing import Any
 from urllib.parse import urlencode
 
@@ -15,7 +16,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotator.access import ProjectAccess, access_trace
-from annotator.search.filters import ORDERINGS, OUTCOMES, STATES, STEP_KINDS, FilterError, parse
+from annotator.search.filters import ORDERINGS, OUTCOMES, STATES, STEP_KINDS, FilterError, TraceFilter, parse
+from annotator.search.saved import open_view
 from annotator.search.service import StepMatch, filtered_traces, step_matches
 from traces.models import Step, StepKind, Trace
 from traces.viewer import StepFilter, search_steps
@@ -155,6 +157,14 @@ class TraceFilterParams(serializers.Serializer):
         required=False,
         help_text="Sort column, - for descending; rank (needs q) is the default with q; id breaks ties",
     )
+    view = serializers.CharField(
+        required=False,
+        help_text="A saved view's id or name (GET /api/projects/SLUG/views/): its filters instead of the "
+        "others (ordering may still be given)",
+    )
+
+
+FILTER_PARAMS = frozenset(f.name for f in dataclass_fields(TraceFilter))
 
 
 def trace_filter(params):
@@ -163,6 +173,26 @@ def trace_filter(params):
         return parse(params)
     except FilterError as error:
         raise serializers.ValidationError({error.param: [error.message]}) from None
+
+
+def applied_filter(access: ProjectAccess, params):
+    """The request's filter, or with `view=ID|NAME` the saved view's (its ordering may be overridden by
+    `ordering`; other filters beside a view are a 400, so a view means the same traces everywhere)."""
+    ref = str(params.get("view") or "").strip()
+    if not ref:
+        return trace_filter(params)
+    extra = sorted({k for k in params if k in FILTER_PARAMS and k != "ordering" and params.get(k)})
+    if extra:
+        raise serializers.ValidationError(
+            {"view": [f"give a view or filters, not both ({', '.join(extra)})"]}
+        )
+    try:
+        _, flt = open_view(access, ref)
+    except FilterError as error:
+        message = f"the saved view's {error.param} no longer reads: {error.message}"
+        raise serializers.ValidationError({"view": [message]}) from None
+    ordering = trace_filter({"ordering": params.get("ordering") or ""}).ordering
+    return flt.with_ordering(ordering) if ordering else flt
 
 
 MAX_PAGE_SIZE = 200
@@ -187,7 +217,7 @@ def trace_list_body(access: ProjectAccess, params, base_url: str) -> dict[str, A
     """The body of GET /api/projects/SLUG/traces/ for these query parameters: one function for the API and
     `manage.py traces --json`, so the two cannot differ. `base_url` is the endpoint's URL (absolute in the
     API; whatever the CLI is told) for the `next` / `previous` links, which keep every parameter."""
-    flt = trace_filter(params)
+    flt = applied_filter(access, params)
     page_number, page_size = _page_numbers(params)
     try:
         traces = filtered_traces(access, flt).defer("metadata", "answer_key")

@@ -28,6 +28,7 @@ from annotator.api import (
     tokens,
     traces,
 )
+from annotator.search import api as saved_views
 from annotator.triage import api as triage
 from taxonomy.api import TaxonomyViewSet
 
@@ -195,6 +196,10 @@ adjudication_urls = [
         name="api-adjudication-reopen",
     ),
 ]
+saved_views_urls = [
+    path("projects/<slug:slug>/views/", saved_views.views, name="api-views"),
+    path("projects/<slug:slug>/views/<int:view_id>/", saved_views.view_detail, name="api-view"),
+]
 signatures_urls = [
     path("projects/<slug:slug>/signatures/", signatures.project_signatures, name="api-signatures"),
 ]
@@ -207,6 +212,7 @@ urlpatterns = [
     *imports_urls,
     *exports_urls,
     *traces_urls,
+    *saved_views_urls,
     *annotations_urls,
     *llm_urls,
     *agreement_urls,

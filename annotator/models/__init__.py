@@ -22,6 +22,7 @@ from annotator.models.reports import AgreementReport, Export, ReportRows
 from annotator.models.rounds import CalibrationRound
 from annotator.models.signatures import AnnotationDeletion
 from annotator.models.tokens import ApiToken
+from annotator.models.views import SavedView
 
 __all__ = [
     "AdjudicationItem",
@@ -55,6 +56,7 @@ __all__ = [
     "RaterKind",
     "ReportRows",
     "Role",
+    "SavedView",
     "TaxonomyMigration",
     "Thread",
     "TriageRank",

@@ -157,14 +157,24 @@ class LLMRun(Job):
     """One batch labelled by one model: a job row with progress, tokens and why it ended."""
 
     project = models.ForeignKey("annotator.Project", on_delete=models.CASCADE, related_name="llm_runs")
-    batch = models.ForeignKey("traces.Batch", on_delete=models.CASCADE, related_name="llm_runs")
+    # A run covers a batch, or (batch empty) the traces of a saved view, taken when the run started.
+    batch = models.ForeignKey(
+        "traces.Batch", on_delete=models.CASCADE, null=True, blank=True, related_name="llm_runs"
+    )
+    view_name = models.CharField(max_length=100, blank=True, help_text="The saved view a run covers")
+    # {"params": [[name, value], ...], "ids": [trace ids]}: the view's filters and the traces they selected
+    # when the run started (labels the run adds may change what an LLM-mode filter selects; the run's
+    # traces must not move under it, e.g. on resume).
+    scope = models.JSONField(default=dict, blank=True)
     # RESTRICT: a version a run used cannot be deleted alone, but goes with its project.
     prompt = models.ForeignKey(PromptTemplate, on_delete=models.RESTRICT, related_name="runs")
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="llm_runs")
     model = models.CharField(max_length=200)
     # The endpoint settings the run was started with (no key): what produced these labels.
     endpoint = models.JSONField(default=dict, blank=True)
-    limit = models.PositiveIntegerField(null=True, blank=True, help_text="First N traces of the batch")
+    limit = models.PositiveIntegerField(
+        null=True, blank=True, help_text="First N traces of the batch or view"
+    )
     stop_reason = models.CharField(max_length=200, blank=True)
     total = models.PositiveIntegerField(default=0)
     done = models.PositiveIntegerField(default=0)
@@ -190,7 +200,12 @@ class LLMRun(Job):
         ordering = ["project", "-created_at"]
 
     def __str__(self) -> str:
-        return f"LLM run {self.pk} of {self.model} on {self.batch_id} ({self.status_label})"
+        return f"LLM run {self.pk} of {self.model} on {self.covers} ({self.status_label})"
+
+    @property
+    def covers(self) -> str:
+        """What the run labels, in words: "batch NAME" or "view NAME"."""
+        return f"view {self.view_name}" if self.scope else f"batch {self.batch.name if self.batch else '?'}"
 
     @property
     def status_label(self) -> str:

@@ -17,7 +17,8 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from annotator.demo_readings import STRICT, DemoStep, Habits, Reading, adjudicate, findings, read_trace
-from annotator.models import AdjudicationItem, Annotation, Assignment, Membership, Project
+from annotator.models import AdjudicationItem, Annotation, Assignment, Membership, Project, SavedView
+from annotator.search.filters import TraceFilter
 from annotator.services import adjudication
 from annotator.services.annotations import do_save_draft, do_submit_annotation
 from annotator.services.assignment import do_assign, do_claim_next
@@ -100,6 +101,15 @@ def _seed_project(*, n_traces: int, work_dir: Path) -> tuple[Project, str]:
         project.batches.add(Batch.objects.filter(name=DEMO_BATCH).order_by("pk").first())
         do_assign(project)
     batch = project.batches.filter(name=DEMO_BATCH).order_by("pk").first()
+    # One saved view (annotator.search.saved), so the trace list shows what a shared filter looks like.
+    SavedView.objects.get_or_create(
+        project=project,
+        name="Disputed traces",
+        defaults={
+            "params": [list(pair) for pair in TraceFilter(state="in_adjudication").to_params()],
+            "created_by": users["owner"],
+        },
+    )
     state = "created" if created else "already there"
     summary = f"Demo project '{project.slug}' {state}: {batch.trace_count} traces, {project.assignments.count()} assignments"
     return project, summary

@@ -4,7 +4,10 @@ Filters (all optional, combined with AND) restrict which submitted annotations c
 `batch` (a batch name of the project), `annotators` (usernames), `since` / `until` (dates, inclusive,
 on `submitted_at` in the server's time zone), and `where`: trace metadata conditions "key=value" (the
 trace's metadata value for key, as text, equals value; several conditions all hold), e.g. "round=Round 3";
-`round`: a calibration round of the project (id, or name in params): the annotations of its slots.
+`round`: a calibration round of the project (id, or name in params): the annotations of its slots;
+`view`: a saved view of the project (id or name in params; its id and last change in the cleaned filters,
+so editing a view makes its report another one): the traces it selects (the trace filter
+language, annotator/search/filters.py). `where k=v` selects what a view of `meta=k:v` selects.
 """
 
 from __future__ import annotations
@@ -16,12 +19,16 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.lookups import Exact
+from django.http import Http404
 from django.utils import timezone
 
-from annotator.models import Annotation, Assignment, Membership, Project, Role
+from annotator.access import ProjectAccess
+from annotator.models import Annotation, Assignment, Membership, Project, Role, SavedView
+from annotator.search.filters import FilterError
+from annotator.search.scope import as_pairs, find_view, operator_access, scope_trace_ids
 from traces.models import Batch, in_project_q
 
-FILTER_KEYS = ("batch", "annotators", "since", "until", "where", "round")
+FILTER_KEYS = ("batch", "annotators", "since", "until", "where", "round", "view")
 MAX_WHERE = 10
 MAX_WHERE_CHARS = 200
 
@@ -34,10 +41,13 @@ class ReportFilterError(ValueError):
         super().__init__("; ".join(self.messages))
 
 
-def clean_filters(project: Project, params: Mapping[str, Any]) -> dict[str, Any]:
+def clean_filters(
+    project: Project, params: Mapping[str, Any], access: ProjectAccess | None = None
+) -> dict[str, Any]:
     """Canonical filters (only the keys that are set; annotators sorted) from query or form params.
 
-    `annotators` may be a list or one comma-separated string. Raises ReportFilterError naming every
+    `annotators` may be a list or one comma-separated string. `access`: who asks (a view they may not see
+    is "no such view"); None for the operator (CLI, tasks). Raises ReportFilterError naming every
     problem."""
     errors: list[str] = []
     out: dict[str, Any] = {}
@@ -72,6 +82,16 @@ def clean_filters(project: Project, params: Mapping[str, Any]) -> dict[str, Any]
             errors.append(f"No calibration round “{round_value[:100]}” in this project")
         else:
             out["round"] = round_id
+    view_value = str(params.get("view") or "").strip()
+    if view_value:
+        view, problem = _clean_view(project, view_value, access)
+        if problem:
+            errors.append(problem)
+        else:
+            # The id, and when the view last changed: a report of the view before an edit is another
+            # report (the filters are the report's key), as it counted other traces.
+            out["view"] = view.pk
+            out["view_at"] = view.updated_at.isoformat()
     where, where_errors = _clean_where(params)
     errors += where_errors
     if where:
@@ -88,6 +108,19 @@ def clean_filters(project: Project, params: Mapping[str, Any]) -> dict[str, Any]
     if errors:
         raise ReportFilterError(errors)
     return out
+
+
+def _clean_view(project: Project, ref: str, access: ProjectAccess | None) -> tuple[SavedView | None, str]:
+    """The saved view, or why it cannot scope the report (unknown, held back from this member, stale)."""
+    try:
+        view = find_view(access or operator_access(project), ref)
+    except Http404:
+        return None, f"No saved view “{ref[:100]}” in this project"
+    try:
+        scope_trace_ids(project, as_pairs(view.params))
+    except FilterError as error:
+        return None, f"The saved view “{view.name}” no longer reads: {error.param}: {error.message}"
+    return view, ""
 
 
 def _clean_where(params: Mapping[str, Any]) -> tuple[list[str], list[str]]:
@@ -140,6 +173,8 @@ def filter_q(project: Project, filters: Mapping[str, Any], prefix: str = "") -> 
         q &= Q(**{f"{prefix}assignment__annotator__username__in": filters["annotators"]})
     if filters.get("round"):
         q &= Q(**{f"{prefix}assignment__calibration_round_id": filters["round"]})
+    if filters.get("view"):
+        q &= Q(**{f"{prefix}assignment__trace__in": _view_scope(project, filters["view"])})
     for key, value in where_conditions(filters):
         # KeyTextTransform takes the key as given (no "__" path parsing): any metadata key works.
         q &= Q(Exact(KeyTextTransform(key, f"{prefix}assignment__trace__metadata"), value))
@@ -148,6 +183,15 @@ def filter_q(project: Project, filters: Mapping[str, Any], prefix: str = "") -> 
     if filters.get("until"):
         q &= Q(**{f"{prefix}submitted_at__lt": _day_start(filters["until"]) + dt.timedelta(days=1)})
     return q
+
+
+def _view_scope(project: Project, view_id: int):
+    """The view's traces now; a view deleted since (or one that no longer reads) selects nothing."""
+    view = project.saved_views.filter(pk=view_id).first()
+    try:
+        return [] if view is None else scope_trace_ids(project, as_pairs(view.params))
+    except FilterError:
+        return []
 
 
 def report_annotations(project: Project, filters: Mapping[str, Any]) -> QuerySet[Annotation]:

@@ -55,8 +55,11 @@ class TraceChoice:
     sample: int | None = None
     seed: int = 0
     where: tuple[str, ...] = ()
+    view: str = ""  # the saved view `ids` were taken from (annotator.search.saved), to describe the round
 
     def describe(self) -> dict[str, Any]:
+        if self.ids and self.view:
+            return {"how": "saved view", "view": self.view, "n": len(self.ids)}
         if self.ids:
             return {"how": "picked", "n": len(self.ids)}
         out: dict[str, Any] = {"how": "sample" if self.sample else "all matching"}

@@ -15,12 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from django.core.cache import cache
 from django.db.models import Count, Q, Sum
+from django.http import Http404
 
-from annotator.access import REVIEW_ROLES, access_signatures
+from annotator.access import REVIEW_ROLES, ProjectAccess, access_signatures
 from annotator.models import (
     Annotation,
     AnnotationDeletion,
@@ -30,6 +31,8 @@ from annotator.models import (
     ProjectTrace,
     Role,
 )
+from annotator.search.filters import FilterError
+from annotator.search.scope import as_pairs, find_view, scope_trace_ids
 from annotator.services.signature_refresh import refresh_figures
 from annotator.services.signatures import (
     SignatureQuery,
@@ -51,6 +54,7 @@ __all__ = [
     "empty_message",
     "filter_options",
     "open_signatures",
+    "with_view",
 ]
 
 
@@ -83,7 +87,29 @@ def open_signatures(user, slug: str, params: Mapping) -> tuple[Project, Signatur
         query = parse_signature_query(params)
     except SignatureQueryError as error:
         return access_signatures(user, slug), None, str(error)
-    return access_signatures(user, slug, annotator=query.annotator), query, ""
+    project = access_signatures(user, slug, annotator=query.annotator)
+    query, error = with_view(project, project.access, query, str(params.get("view") or ""))
+    return project, (None if error else query), error
+
+
+def with_view(
+    project: Project, access: ProjectAccess, query: SignatureQuery, ref: str
+) -> tuple[SignatureQuery, str]:
+    """`query` narrowed to a saved view's traces (by id or name, as `access` may see it: a view on labels
+    is for reviewers only), or the reason it cannot be (unknown, stale)."""
+    ref = ref.strip()
+    if not ref:
+        return query, ""
+    try:
+        view = find_view(access, ref)
+    except Http404:
+        return query, f"No saved view {ref[:100]!r} in this project"
+    pairs = as_pairs(view.params)
+    try:
+        scope_trace_ids(project, pairs)
+    except FilterError as error:
+        return query, f"The saved view {view.name!r} no longer reads: {error.param}: {error.message}"
+    return replace(query, view=pairs), ""
 
 
 # Stored figures outlive their data version by at most this long (a newer version is a new key).

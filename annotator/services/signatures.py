@@ -28,6 +28,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
 
 from annotator.models import AdjudicationItem, Annotation, GoldLabel, LabelApplication, Project
+from annotator.search.scope import scope_trace_ids
 from annotator.services.report_data import fetch_int_columns
 from annotator.services.signature_sql import (
     EvidencePoints,
@@ -83,6 +84,9 @@ class SignatureQuery:
     system: tuple[str, ...] = ()
     benchmark: tuple[str, ...] = ()
     compare: tuple[str, str] | None = None
+    # A saved view's filters (annotator.search.scope), as (parameter, value) pairs: only its traces. The
+    # pairs, not the view's id, so stored figures are keyed by what was selected.
+    view: tuple[tuple[str, str], ...] = ()
     use_gold: bool = field(init=False)
     fallback: str | None = field(init=False)  # "union", "agreed", "annotator" or None (gold only)
     annotator: str | None = field(init=False)
@@ -270,9 +274,11 @@ def _traces(
     if query.fallback:
         covered.append(Exists(_annotations(project, query).filter(assignment__trace=OuterRef("pk"))))
     condition = covered[0] if len(covered) == 1 else covered[0] | covered[1]
+    traces = Trace.objects.in_project(project)
+    if query.view:
+        traces = traces.filter(pk__in=scope_trace_ids(project, query.view))
     traces = (
-        Trace.objects.in_project(project)
-        .filter(_trace_q(query), condition, _only("pk", only))
+        traces.filter(_trace_q(query), condition, _only("pk", only))
         .order_by()
         .values_list("id", "step_count", "outcome", "model", "system", "benchmark", "batch__name")
     )

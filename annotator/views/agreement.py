@@ -19,6 +19,7 @@ from django.views.decorators.http import require_POST
 from annotator.access import REPORT_ROLES, access_project
 from annotator.models import AgreementReport, Membership, Project, Role
 from annotator.models.reports import JobStatus
+from annotator.search.saved import project_views
 from annotator.services.reports import (
     ReportFilterError,
     clean_filters,
@@ -33,7 +34,7 @@ from traces.models import Batch
 
 def _filters(project: Project, params: QueryDict) -> tuple[dict[str, Any], list[str]]:
     try:
-        return clean_filters(project, params), []
+        return clean_filters(project, params, project.access), []
     except ReportFilterError as error:
         return {}, error.messages
 
@@ -114,7 +115,9 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
             "until": request.GET.get("until", ""),
             # One input per metadata condition already set, and an empty one to add another.
             "where": [*request.GET.getlist("where"), ""][:11],
+            "view": str(filters.get("view", "")),
         },
+        "saved_views": project_views(project.access),
     }
     return render(request, "annotator/agreement.html", context, status=400 if errors else 200)
 

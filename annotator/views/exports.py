@@ -40,6 +40,7 @@ def export_page(request, slug: str):
         }
         values |= {flag: flag in request.POST for flag in _FLAGS}  # an unticked box is absent: False
         values["batches"] = request.POST.getlist("batches")
+        values["view"] = request.POST.get("view", "")
         token = request.POST.get("hf_token", "")
         try:
             options = clean_options(project, values)
@@ -88,6 +89,7 @@ def _page(request, project, export, errors: list[str]):
         {
             "project": project,
             "batches": Batch.objects.in_project(project).order_by("name"),
+            "saved_views": project.saved_views.order_by("name").values_list("name", flat=True),
             "licenses": LICENSES,
             "token_on_server": bool(os.environ.get("HF_TOKEN")),
             "hf_endpoint": settings.HF_ENDPOINT,

@@ -11,12 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.access import MANAGE_ROLES, access_project
-from annotator.models import LLMRun, Project, PromptTemplate
+from annotator.models import LLMRun, Project, PromptTemplate, SavedView
+from annotator.search.filters import FilterError
+from annotator.search.saved import open_view
 from annotator.services.enqueue import is_eager
 from annotator.services.llm.agreement import CURVE_RULE, llm_agreement
 from annotator.services.llm.config import (
@@ -76,6 +79,7 @@ def _runs_context(project: Project, form: StartRunForm | None = None) -> dict[st
         "project": project,
         "runs": runs[:RUNS_SHOWN],
         "batches": Batch.objects.in_project(project).order_by("name"),
+        "saved_views": project.saved_views.order_by("name").values_list("name", flat=True),
         "run_form": form or StartRunForm(),
         "default_model": get_config(project).model,
     }
@@ -210,8 +214,10 @@ def start_run(request: HttpRequest, slug: str) -> HttpResponse:
         error = "Choose a batch (and a limit from 1 to 2,147,483,647, if any)."
         return _respond(request, project, "_llm_runs.html", _runs_context(project, form), error=error)
     try:
+        view = _chosen_view(project, form.cleaned_data["view"])
         run = do_start_run(
             project,
+            view=view,
             batch_name=form.cleaned_data["batch"],
             limit=form.cleaned_data["limit"],
             model=form.cleaned_data["model"] or None,
@@ -221,6 +227,21 @@ def start_run(request: HttpRequest, slug: str) -> HttpResponse:
     except LLMRunError as problem:
         return _respond(request, project, "_llm_runs.html", _runs_context(project, form), error=str(problem))
     return _respond(request, project, "_llm_runs.html", _runs_context(project), note=f"Run {run.pk} queued.")
+
+
+def _chosen_view(project: Project, ref: str) -> SavedView | None:
+    """The saved view the run covers instead of the batch, if one is chosen: as the owner may use it (a view
+    on labels is refused while they are blind on a trace it selects). LLMRunError says what is wrong."""
+    if not ref.strip():
+        return None
+    try:
+        return open_view(project.access, ref)[0]
+    except Http404:
+        raise LLMRunError(f"No saved view {ref[:100]!r} in this project.") from None
+    except FilterError as error:
+        raise LLMRunError(f"The saved view no longer reads: {error.param}: {error.message}") from None
+    except PermissionDenied as refusal:
+        raise LLMRunError(str(refusal)) from None
 
 
 def _run(project: Project, run_id: int) -> LLMRun:

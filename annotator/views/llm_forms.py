@@ -134,3 +134,6 @@ class StartRunForm(forms.Form):
     batch = forms.CharField(max_length=200)
     limit = forms.IntegerField(min_value=1, max_value=2**31 - 1, required=False)  # the column is 32-bit
     model = forms.CharField(max_length=200, required=False, help_text="Empty: the model in the settings")
+    view = forms.CharField(
+        max_length=200, required=False, help_text="A saved view: its traces, not the batch's"
+    )

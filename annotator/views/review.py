@@ -24,6 +24,7 @@ from annotator.raters import fills_overlap_q
 from annotator.search.filters import FilterError, TraceFilter, parse
 from annotator.search.page import LIST_COLUMNS, FilterForm, TraceRow, sort_columns
 from annotator.search.service import filtered_traces, step_matches
+from annotator.search.views import panel_context
 from annotator.views.trace import evidence_marks, render_steps, viewer_context
 from traces.models import Trace
 
@@ -78,6 +79,8 @@ def trace_list(request: HttpRequest, slug: str) -> HttpResponse:
         "query": urlencode(flt.to_params()),
         "error": error,
     }
+    if not request.htmx:  # the saved-views panel is not part of the results' swap
+        context.update(panel_context(project.access, current=context["query"]))
     template = "annotator/partials/_trace_results.html" if request.htmx else "annotator/trace_list.html"
     response = render(request, template, context, status=status)
     if request.htmx and not error:

@@ -13,6 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from annotator.csvsafe import csv_writer
+from annotator.search.saved import project_views
 from annotator.services.signature_report import build_report, filter_options, open_signatures, source_choices
 from annotator.signatures.charts import build_charts
 from annotator.signatures.tables import FIGURES, figure_table
@@ -34,6 +35,8 @@ def signatures_page(request: HttpRequest, slug: str) -> HttpResponse:
         "options": options,
         "sources": source_choices(options, query.source if query else None),
         "query_string": request.GET.urlencode(),
+        "saved_views": [row for row in project_views(project.access) if row.usable],
+        "view_chosen": request.GET.get("view", ""),
     }
     template = PARTIAL if request.htmx else PAGE
     return render(request, template, context, status=400 if error else 200)

@@ -131,6 +131,20 @@ def test_every_operation_answers_its_documented_shapes(
     expect(o, "get", f"{api}/traces/{trace.pk}/annotations/", 200)
     expect(a, "get", f"{api}/traces/{trace.pk}/annotations/", 403)
 
+    # Saved views: save, list with counts, apply to the trace list, rename, refuse, delete.
+    saved = expect(o, "post", f"{api}/views/", 201, {"name": "Failures", "params": {"outcome": "failure"}})
+    view_id = saved.json()["id"]
+    expect(o, "post", f"{api}/views/", 400, {"name": "failures", "params": {}})
+    expect(a, "post", f"{api}/views/", 403, {"name": "Mine", "params": {}})
+    expect(a, "get", f"{api}/views/", 200)
+    expect(o, "get", f"{api}/views/{view_id}/", 200)
+    expect(o, "get", f"{api}/traces/?view={view_id}", 200)
+    expect(o, "patch", f"{api}/views/{view_id}/", 200, {"name": "All failures"})
+    expect(o, "patch", f"{api}/views/{view_id}/", 400, {"params": {"outcome": "maybe"}})
+    expect(a, "delete", f"{api}/views/{view_id}/", 403)
+    expect(o, "delete", f"{api}/views/{view_id}/", 204)
+    expect(o, "get", f"{api}/views/{view_id}/", 404)
+
     # My assignments and my annotation: read, draft, stale draft, submit, skip, claim.
     expect(a, "get", f"{api}/assignments/", 200)
     expect(a, "get", f"{api}/assignments/{slot.pk}/annotation/", 200)

@@ -119,6 +119,11 @@ class Command(BaseCommand):
             "repeat to require several",
         )
         parser.add_argument(
+            "--view",
+            help="Only the traces of this saved view (name or id; manage.py traces --save-view). "
+            "--where KEY=VALUE selects what a view of --meta KEY:VALUE selects",
+        )
+        parser.add_argument(
             "--methods",
             action="store_true",
             help="Print only the methods paragraph, ready to paste into a paper",
@@ -130,7 +135,8 @@ class Command(BaseCommand):
             raise CommandError(f"No project {slug!r}", returncode=2)
         try:
             filters = clean_filters(
-                project, {k: options.get(k) for k in ("batch", "annotators", "since", "until", "where")}
+                project,
+                {k: options.get(k) for k in ("batch", "annotators", "since", "until", "where", "view")},
             )
         except ReportFilterError as error:
             raise CommandError("; ".join(error.messages), returncode=2) from None

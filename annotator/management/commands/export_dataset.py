@@ -31,6 +31,7 @@ class Command(BaseCommand):
             "--batch", dest="batches", action="append", default=[], help="Only this batch (repeatable)"
         )
         parser.add_argument("--gold-only", action="store_true", help="Only traces with settled gold labels")
+        parser.add_argument("--view", default="", help="Only the traces of this saved view (its name or id)")
         parser.add_argument(
             "--no-raw-text", action="store_true", help="Drop step content, tool arguments and quoted evidence"
         )
@@ -54,6 +55,7 @@ class Command(BaseCommand):
                 {
                     "batches": opts["batches"],
                     "gold_only": opts["gold_only"],
+                    "view": opts["view"],
                     "include_text": not opts["no_raw_text"],
                     "real_names": opts["real_names"],
                     "license": opts["license"],

@@ -1,5 +1,5 @@
-"""python manage.py llm_annotate SLUG --batch NAME [--limit N] [--model M] [--concurrency N] [--dry-run]
-[--resume ID]
+"""python manage.py llm_annotate SLUG (--batch NAME | --view NAME) [--limit N] [--model M] [--concurrency N]
+[--dry-run] [--resume ID]
 
 --dry-run prints the run's estimate (annotator.services.llm.estimate), then the first trace's prompt (of its
 first window when it is judged in windows), and calls nothing."""
@@ -7,8 +7,10 @@ first window when it is judged in windows), and calls nothing."""
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
+from django.http import Http404
 
-from annotator.models import LLMRun, Project
+from annotator.models import LLMRun, Project, SavedView
+from annotator.search.scope import find_view, operator_access
 from annotator.services.llm.config import current_prompt
 from annotator.services.llm.estimate import RunEstimate, estimate_run
 from annotator.services.llm.labeller import windows_for
@@ -34,7 +36,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("slug", help="Project slug")
         parser.add_argument("--batch", help="A batch of the project (required unless --resume)")
-        parser.add_argument("--limit", type=int, help="Only the first N traces of the batch")
+        parser.add_argument(
+            "--view", help="A saved view of the project: label its traces instead of a batch's (name or id)"
+        )
+        parser.add_argument("--limit", type=int, help="Only the first N traces of the batch (or view)")
         parser.add_argument("--model", help="Model name (default: the project's LLM settings)")
         parser.add_argument(
             "--dry-run",
@@ -49,7 +54,9 @@ class Command(BaseCommand):
             help="Requests in flight at once for this run (1 to 64; default: the project's LLM settings)",
         )
 
-    def handle(self, *args, slug: str, batch, limit, model, dry_run: bool, resume, concurrency, **options):
+    def handle(
+        self, *args, slug: str, batch, limit, model, dry_run: bool, resume, concurrency, view, **options
+    ):
         try:
             check_concurrency(concurrency)
         except LLMRunError as error:
@@ -60,23 +67,38 @@ class Command(BaseCommand):
         if resume:
             run = self._resumed(project, resume)
         else:
-            if not batch:
-                raise CommandError("--batch is required (or --resume RUN_ID)", returncode=2)
+            if not batch and not view:
+                raise CommandError("--batch is required (or --view NAME, or --resume RUN_ID)", returncode=2)
+            if batch and view:
+                raise CommandError("Give --batch or --view, not both", returncode=2)
             try:
-                if dry_run:
+                if view:
+                    if dry_run:
+                        raise CommandError("--dry-run estimates a batch: give --batch", returncode=2)
+                    saved = self._view(project, view)
+                    run = do_start_run(project, view=saved, limit=limit, model=model, enqueue=False)
+                elif dry_run:
                     return self._dry_run(project, batch, limit, model)
-                run = do_start_run(project, batch_name=batch, limit=limit, model=model, enqueue=False)
+                else:
+                    run = do_start_run(project, batch_name=batch, limit=limit, model=model, enqueue=False)
             except LLMRunError as error:
                 raise CommandError(str(error), returncode=2) from None
         in_flight = concurrency or run.endpoint.get("concurrency", 1)
         self.stdout.write(
-            f"LLM run {run.pk}: {run.model} on batch {run.batch.name}, {run.total} traces, "
+            f"LLM run {run.pk}: {run.model} on {run.covers}, {run.total} traces, "
             f"up to {in_flight} requests at once"
         )
         result = do_process_run(run.pk, on_progress=self._progress, concurrency=concurrency)
         if result.busy:
             raise CommandError(f"Run {run.pk} is being processed by another worker", returncode=1)
         self._summary(result.run)
+
+    def _view(self, project: Project, ref: str) -> SavedView:
+        try:
+            # The operator who runs manage.py reads the whole database: an owner who labels nothing.
+            return find_view(operator_access(project), ref)
+        except Http404:
+            raise CommandError(f"--view: no saved view {ref!r} in {project.slug}", returncode=2) from None
 
     def _resumed(self, project: Project, run_id: int) -> LLMRun:
         run = LLMRun.objects.filter(project=project, pk=run_id).select_related("batch").first()

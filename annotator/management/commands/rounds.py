@@ -5,8 +5,11 @@ from __future__ import annotations
 from json import dumps
 
 from django.core.management.base import BaseCommand, CommandError
+from django.http import Http404
 
-from annotator.models import Project
+from annotator.access import ProjectAccess
+from annotator.models import Project, Role
+from annotator.search.saved import do_open_view_round, find_view
 from annotator.services.rounds import (
     RoundError,
     TraceChoice,
@@ -22,7 +25,7 @@ class Command(BaseCommand):
     help = (
         "Calibration rounds: a named set of traces that every chosen annotator labels (full overlap, blind); "
         "closing a round computes its agreement report and keeps it; the trend compares closed rounds mode by "
-        "mode. Subcommands: list; open NAME --annotators a,b [--traces 1,2 | --batch B] [--where k=v] "
+        "mode. Subcommands: list; open NAME --annotators a,b [--traces 1,2 | --batch B] [--where k=v | --view NAME] "
         "[--sample N --seed S]; close NAME; trend [--json]. Exit code 2 with a message when a request cannot "
         "be done (nothing is changed then)."
     )
@@ -42,6 +45,11 @@ class Command(BaseCommand):
             default=[],
             metavar="KEY=VALUE",
             help="Traces whose metadata KEY equals VALUE",
+        )
+        opening.add_argument(
+            "--view",
+            default="",
+            help="Take the traces of this saved view (its name or id; see manage.py traces --save-view)",
         )
         opening.add_argument("--sample", type=int, help="A seeded random sample of this many matching traces")
         opening.add_argument("--seed", type=int, default=0, help="Seed of the sample (default 0)")
@@ -71,8 +79,13 @@ class Command(BaseCommand):
             self.stdout.write(f"{round_.name}\t{round_.status}\t{done} of {total} submitted\t{annotators}")
 
     def _open(
-        self, project: Project, *, name, annotators, traces, batch, where, sample, seed, **options
+        self, project: Project, *, name, annotators, traces, batch, where, sample, seed, view, **options
     ) -> None:
+        if view:
+            if traces or batch or where:
+                raise CommandError("--view takes the view's traces: give no --traces, --batch or --where")
+            self._open_view(project, name=name, annotators=annotators, ref=view, sample=sample, seed=seed)
+            return
         ids = ()
         if traces:
             try:
@@ -83,6 +96,21 @@ class Command(BaseCommand):
         round_ = do_open_round(project, name=name, annotators=annotators.split(","), choice=choice)
         self.stdout.write(
             f"Round {round_.name!r} opened: {round_.traces.count()} traces for {round_.annotators.count()} annotators"
+        )
+
+    def _open_view(self, project: Project, *, name, annotators, ref, sample, seed) -> None:
+        # The operator who runs manage.py reads the whole database: an owner who labels nothing.
+        access = ProjectAccess(user=None, project=project, roles=frozenset({Role.OWNER}))
+        try:
+            saved = find_view(access, ref)
+        except Http404:
+            raise CommandError(f"--view: no saved view {ref!r} in {project.slug}", returncode=2) from None
+        round_ = do_open_view_round(
+            access, saved, name=name, annotators=annotators.split(","), sample=sample, seed=seed
+        )
+        self.stdout.write(
+            f"Round {round_.name!r} opened on the view {saved.name!r}: {round_.traces.count()} traces for "
+            f"{round_.annotators.count()} annotators"
         )
 
     def _close(self, project: Project, *, name, **options) -> None:

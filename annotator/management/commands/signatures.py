@@ -9,7 +9,8 @@ from django.core.management.base import BaseCommand, CommandError
 from annotator.api.signature_serializers import SignatureReportSerializer
 from annotator.csvsafe import csv_writer
 from annotator.models import Project
-from annotator.services.signature_report import build_report
+from annotator.search.scope import operator_access
+from annotator.services.signature_report import build_report, with_view
 from annotator.services.signatures import SignatureQueryError, parse_signature_query
 from annotator.signatures.tables import FIGURES, figure_table
 from annotator.signatures.text import render_text
@@ -34,6 +35,7 @@ class Command(BaseCommand):
             parser.add_argument(
                 f"--{name}", action="append", default=[], help=f"Only this {name} (repeatable)"
             )
+        parser.add_argument("--view", default="", help="Only the traces of this saved view (name or id)")
         parser.add_argument("--compare", nargs=2, metavar=("BATCH_A", "BATCH_B"), help="Compare two batches")
         output = parser.add_mutually_exclusive_group()
         output.add_argument(
@@ -44,7 +46,19 @@ class Command(BaseCommand):
         )
 
     def handle(
-        self, *args, slug, source, batch, model, system, benchmark, compare, as_json, csv_figure, **options
+        self,
+        *args,
+        slug,
+        source,
+        batch,
+        model,
+        system,
+        benchmark,
+        compare,
+        as_json,
+        csv_figure,
+        view,
+        **options,
     ):
         project = Project.objects.filter(slug=slug).select_related("taxonomy_version").first()
         if project is None:
@@ -56,6 +70,9 @@ class Command(BaseCommand):
             query = parse_signature_query(params)
         except SignatureQueryError as error:
             raise CommandError(str(error)) from error
+        query, problem = with_view(project, operator_access(project), query, view)
+        if problem:
+            raise CommandError(f"--view: {problem}")
         report = build_report(project, query, keep_empty=bool(csv_figure))
         if as_json:
             self.stdout.write(json.dumps(SignatureReportSerializer(report).data, indent=2))

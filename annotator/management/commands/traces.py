@@ -7,13 +7,17 @@ import json
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError
-from django.http import QueryDict
+from django.http import Http404, QueryDict
 from django.urls import reverse
 from rest_framework.exceptions import APIException, ValidationError
 
 from annotator.access import ProjectAccess
-from annotator.api.traces import trace_list_body
+from annotator.api.traces import applied_filter, trace_filter, trace_list_body
 from annotator.models import Project, Role
+from annotator.search.csv_export import trace_csv_lines
+from annotator.search.filters import FilterError
+from annotator.search.saved import ViewError, do_save_view
+from annotator.search.service import filtered_traces
 
 # (flag, parameter, help): the flags are the API's query parameters with dashes.
 FILTER_FLAGS = (
@@ -47,7 +51,8 @@ class Command(BaseCommand):
         "Find traces in a project with the trace list's filters (the same names as the query parameters of "
         "GET /api/projects/SLUG/traces/, with dashes: --gold-mode FM-1.3 --q 'kubectl delete'). Prints a table, "
         "or with --json exactly the API's body. Without --user it reads as the operator (every trace, every "
-        "filter); with --user it answers as that member would be answered, blind holds included."
+        "filter); with --user it answers as that member would be answered, blind holds included. --view NAME "
+        "applies a saved view; --save-view NAME saves the filters given as one."
     )
 
     def add_arguments(self, parser):
@@ -55,15 +60,32 @@ class Command(BaseCommand):
         for name, text in FILTER_FLAGS:
             parser.add_argument(f"--{name.replace('_', '-')}", dest=name, default=None, help=text)
         parser.add_argument("--meta", action="append", default=[], help="Metadata key:value (repeatable)")
+        parser.add_argument(
+            "--view",
+            help="Apply a saved view (its id or name) instead of filters; --ordering may still be given",
+        )
+        parser.add_argument(
+            "--save-view",
+            metavar="NAME",
+            help="Save the given filters as a view of the project named NAME (shared with its members), "
+            "then list its traces",
+        )
         parser.add_argument("--user", help="Answer as this member of the project (blind holds apply)")
         parser.add_argument(
             "--base-url",
             default="",
             help="The server's address for the next/previous links, e.g. https://annotator.example.org",
         )
-        parser.add_argument("--json", dest="as_json", action="store_true", help="The API's JSON body")
+        output = parser.add_mutually_exclusive_group()
+        output.add_argument("--json", dest="as_json", action="store_true", help="The API's JSON body")
+        output.add_argument(
+            "--csv",
+            dest="as_csv",
+            action="store_true",
+            help="Every matching trace (no paging) as CSV, as the trace list's Download CSV",
+        )
 
-    def handle(self, *args, slug, meta, user, base_url, as_json, **options):
+    def handle(self, *args, slug, meta, user, base_url, as_json, as_csv, view, save_view, **options):
         project = Project.objects.filter(slug=slug).first()
         if project is None:
             raise CommandError(f"No project with slug {slug!r}")
@@ -73,14 +95,32 @@ class Command(BaseCommand):
             if options.get(name) not in (None, ""):
                 params[name] = options[name]
         params.setlist("meta", meta)
+        if view and save_view:
+            raise CommandError("--view applies a saved view, --save-view saves the filters: give one")
+        if view:
+            params["view"] = view
         url = base_url.rstrip("/") + reverse("api-project-traces", args=[slug])
         try:
+            if save_view:
+                saved = do_save_view(access, save_view, trace_filter(params))
+                self.stderr.write(f"Saved the view {saved.name!r} (id {saved.pk}).")
+            if as_csv:
+                for line in trace_csv_lines(filtered_traces(access, applied_filter(access, params))):
+                    self.stdout.write(line, ending="")
+                return
             body = trace_list_body(access, params, url)
         except ValidationError as error:
             problems = "; ".join(
                 f"--{k.replace('_', '-')}: {' '.join(map(str, v))}" for k, v in error.detail.items()
             )
             raise CommandError(problems) from error
+        except ViewError as error:
+            flag = "--save-view" if error.field == "name" else f"--{error.field.replace('_', '-')}"
+            raise CommandError(f"{flag}: {error.message}") from error
+        except FilterError as error:  # an unknown mode code, read when the traces are
+            raise CommandError(f"--{error.param.replace('_', '-')}: {error.message}") from error
+        except Http404 as error:
+            raise CommandError(f"--view: {error}") from error
         except (PermissionDenied, APIException) as error:
             raise CommandError(str(error)) from error
         if as_json:

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from annotator.models import Project
+from annotator.search.filters import FilterError
+from annotator.search.scope import as_pairs, scope_trace_ids
 from traces.models import Batch
 
 # Licences the Hub knows by these ids (a subset of https://huggingface.co/docs/hub/repositories-licenses).
@@ -51,10 +53,15 @@ class ExportOptions:
     private: bool = True
     commit_message: str = ""
     pretty_name: str = ""
+    # A saved view (annotator.search.saved) limiting the traces: its name, and its filters as they were when
+    # the export was asked for (the job runs later; the view may change meanwhile).
+    view: str = ""
+    view_params: tuple[tuple[str, str], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["batches"] = list(self.batches)
+        data["view_params"] = [list(pair) for pair in self.view_params]
         return data
 
     @classmethod
@@ -62,6 +69,7 @@ class ExportOptions:
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
         values["batches"] = tuple(values.get("batches") or ())
+        values["view_params"] = tuple(tuple(pair) for pair in values.get("view_params") or ())
         return cls(**values)
 
 
@@ -98,9 +106,12 @@ def clean_options(project: Project, data: Mapping[str, Any]) -> ExportOptions:
         errors.append(
             f"{repo_id!r} is not a Hub repo id: expected owner/name (letters, digits, '-', '_', '.')"
         )
+    view_name, view_params = _view(project, data.get("view"), errors)
     if errors:
         raise ExportOptionsError(errors)
     return ExportOptions(
+        view=view_name,
+        view_params=view_params,
         batches=batches,
         gold_only=_flag(data.get("gold_only"), False),
         include_text=_flag(data.get("include_text"), True),
@@ -111,3 +122,23 @@ def clean_options(project: Project, data: Mapping[str, Any]) -> ExportOptions:
         commit_message=str(data.get("commit_message") or "").strip()[:200],
         pretty_name=str(data.get("pretty_name") or "").strip()[:120],
     )
+
+
+def _view(project: Project, ref: Any, errors: list[str]) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """A saved view of the project by id or name, checked to read (a mode gone from the taxonomy names its
+    parameter). The export is for owners not blind on any trace: its label filters are theirs to use."""
+    text = str(ref or "").strip()
+    if not text:
+        return "", ()
+    views = project.saved_views.all()
+    view = views.filter(pk=int(text)).first() if text.isdigit() else views.filter(name=text).first()
+    if view is None:
+        errors.append(f"view {text!r} is not a saved view of this project")
+        return "", ()
+    pairs = as_pairs(view.params)
+    try:
+        scope_trace_ids(project, pairs)  # a mode code gone from the taxonomy is named here
+    except FilterError as error:
+        errors.append(f"view {view.name!r}: {error.param}: {error.message}")
+        return "", ()
+    return view.name, pairs

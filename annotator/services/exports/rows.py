@@ -17,8 +17,16 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from annotator.models import AdjudicationItem, Annotation, GoldLabel, LabelApplication, Project, RaterKind
+from annotator.models import (
+    AdjudicationItem,
+    Annotation,
+    GoldLabel,
+    LabelApplication,
+    Project,
+    RaterKind,
+)
 from annotator.raters import kinds_of
+from annotator.search.scope import scope_trace_ids
 from annotator.services.exports.dataset import ModeColumn
 from annotator.services.exports.options import ExportOptions
 from traces.answer_key import merged
@@ -52,6 +60,8 @@ def selected_traces(project: Project, options: ExportOptions) -> QuerySet[Trace]
     traces = Trace.objects.in_project(project)
     if options.batches:
         traces = traces.filter(batch__name__in=options.batches)
+    if options.view_params:
+        traces = traces.filter(pk__in=scope_trace_ids(project, options.view_params))
     if options.gold_only:
         traces = traces.filter(adjudications__project=project, adjudications__status__in=GOLD_STATUSES)
     return traces.distinct()

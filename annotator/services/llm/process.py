@@ -62,6 +62,18 @@ UNAVAILABLE_LIMIT = 3
 TOKEN_CAP_REACHED = "token cap reached"
 
 
+MAX_VIEW_RUN = 50_000  # the trace ids a view run keeps (in its row's JSON)
+
+
+def run_traces(run: LLMRun) -> QuerySet | list[int]:
+    """The ids of the traces `run` covers, in the order it asks: its batch's, or its view's as taken when
+    it started (`LLMRun.scope`)."""
+    if run.scope:
+        ids = sorted(int(pk) for pk in run.scope.get("ids") or [])
+        return ids[: run.limit] if run.limit else ids
+    return run_selection(run.project, run.batch_id, run.limit)
+
+
 def run_selection(project: Project, batch_id: int, limit: int | None) -> QuerySet:
     """The ids of the traces a run over the batch covers, in the order it asks (the estimate counts these):
     the project's traces of the batch (a project may hold only part of a batch)."""
@@ -141,7 +153,7 @@ def _begin(run_id: int, concurrency: int | None = None) -> LLMRun | None:
         run.status = LLMRun.Status.RUNNING
         run.started_at = run.started_at or now
         run.heartbeat_at = now
-        run.total = run_selection(run.project, run.batch_id, run.limit).count()
+        run.total = len(run_traces(run)) if run.scope else run_traces(run).count()
         run.in_flight = 0
         run.save(
             update_fields=[
@@ -171,7 +183,7 @@ def finish_run(run: LLMRun, status: str, *, reason: str = "", error: str = "") -
 
 def _pending(run: LLMRun) -> list[int]:
     finished = set(run.results.values_list("trace_id", flat=True))
-    return [pk for pk in run_selection(run.project, run.batch_id, run.limit) if pk not in finished]
+    return [pk for pk in run_traces(run) if pk not in finished]
 
 
 def _already_labelled(run: LLMRun, trace_ids: list[int]) -> set[int]:

@@ -28,12 +28,14 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from annotator.llm.urlguard import UnsafeBaseURL, check_base_url
-from annotator.models import LLMConfig, LLMRun, LLMTraceResult, Project
+from annotator.models import LLMConfig, LLMRun, LLMTraceResult, Project, SavedView
 from annotator.models.llm import MAX_CONCURRENCY
+from annotator.search.filters import FilterError
+from annotator.search.scope import as_pairs, scope_trace_ids
 from annotator.services.jobs import send_job
 from annotator.services.llm.config import current_prompt, get_config, llm_rater
-from annotator.services.llm.process import do_process_run, finish_run, run_selection
-from traces.models import Batch
+from annotator.services.llm.process import MAX_VIEW_RUN, do_process_run, finish_run, run_selection
+from traces.models import Batch, Trace
 
 log = logging.getLogger(__name__)
 
@@ -47,17 +49,25 @@ def check_run_request(
 ):
     """(batch, config, model) for a valid request, else LLMRunError naming what to fix. `check_url=False`
     skips the base-URL rule (annotator.llm.urlguard) for a dry run, which calls nothing."""
+    config, model = check_run_settings(project, limit=limit, model=model, check_url=False)
+    held = Batch.objects.in_project(project)
+    batch = held.filter(name=(batch_name or "").strip()).order_by("pk").first()
+    if batch is None:
+        names = ", ".join(held.order_by("name").values_list("name", flat=True)[:20]) or "none yet"
+        raise LLMRunError(f"No batch {batch_name!r} in this project (its batches: {names}).")
+    if check_url:
+        check_run_settings(project, limit=limit, model=model, check_url=True)
+    return batch, config, model
+
+
+def check_run_settings(project: Project, *, limit: int | None, model: str | None, check_url: bool = True):
+    """(config, model): what every run needs whatever it covers (a batch or a saved view)."""
     if project.archived_at is not None:
         raise LLMRunError("This project is archived: it takes no new runs (an owner can unarchive it).")
     config = get_config(project)
     model = (model or config.model or "").strip()
     if not model:
         raise LLMRunError("Set the model name on the project's LLM settings page (or pass --model).")
-    held = Batch.objects.in_project(project)
-    batch = held.filter(name=(batch_name or "").strip()).order_by("pk").first()
-    if batch is None:
-        names = ", ".join(held.order_by("name").values_list("name", flat=True)[:20]) or "none yet"
-        raise LLMRunError(f"No batch {batch_name!r} in this project (its batches: {names}).")
     if limit is not None and not 1 <= limit <= 2**31 - 1:
         raise LLMRunError("The limit must be a whole number from 1 to 2,147,483,647.")
     try:
@@ -65,7 +75,7 @@ def check_run_request(
             check_base_url(config.base_url, settings.LLM_ALLOWED_BASE_URLS)
     except UnsafeBaseURL as error:
         raise LLMRunError(f"Fix the base URL on the project's LLM settings page: {error}") from None
-    return batch, config, model
+    return config, model
 
 
 def check_concurrency(value: int | None) -> int | None:
@@ -96,13 +106,20 @@ def endpoint_snapshot(config: LLMConfig, model: str) -> dict:
 def do_start_run(
     project: Project,
     *,
-    batch_name: str,
+    batch_name: str = "",
+    view: SavedView | None = None,
     limit: int | None = None,
     model: str | None = None,
     actor=None,
     enqueue: bool = True,
     background: bool = False,
 ) -> LLMRun:
+    """Start a run over a batch, or over a saved view's traces (`view`, found by the caller as its
+    member may see it; the traces are taken now and kept with the run)."""
+    if view is not None:
+        return _start_view_run(
+            project, view, limit=limit, model=model, actor=actor, enqueue=enqueue, background=background
+        )
     batch, config, model = check_run_request(project, batch_name=batch_name, limit=limit, model=model)
     with transaction.atomic():
         run = LLMRun.objects.create(
@@ -120,6 +137,34 @@ def do_start_run(
         if enqueue:
             _enqueue_on_commit(run.pk, background=background)
     log.info("project %s: LLM run %d of %s on batch %s queued", project.slug, run.pk, model, batch.name)
+    return run
+
+
+def _start_view_run(
+    project: Project, view: SavedView, *, limit, model, actor, enqueue: bool, background: bool
+) -> LLMRun:
+    config, model = check_run_settings(project, limit=limit, model=model)
+    ids = view_run_ids(project, view, limit)
+    if not ids:
+        raise LLMRunError(f"The saved view {view.name!r} holds no trace.")
+    with transaction.atomic():
+        run = LLMRun.objects.create(
+            project=project,
+            batch=None,
+            view_name=view.name,
+            scope={"params": [list(pair) for pair in as_pairs(view.params)], "ids": ids},
+            prompt=current_prompt(project),
+            rater=llm_rater(project, model),
+            model=model,
+            endpoint=endpoint_snapshot(config, model),
+            limit=limit,
+            token_cap=config.token_cap,
+            total=len(ids),
+            created_by=actor,
+        )
+        if enqueue:
+            _enqueue_on_commit(run.pk, background=background)
+    log.info("project %s: LLM run %d of %s on view %s queued", project.slug, run.pk, model, view.name)
     return run
 
 
@@ -179,6 +224,22 @@ def do_resume_run(run: LLMRun, *, enqueue: bool = True, background: bool = False
     return True
 
 
+def view_run_ids(project: Project, view: SavedView, limit: int | None) -> list[int]:
+    """The ids of a saved view's traces a run over it would cover (id order, the first `limit`)."""
+    try:
+        traces = Trace.objects.in_project(project).filter(
+            pk__in=scope_trace_ids(project, as_pairs(view.params))
+        )
+    except FilterError as error:
+        raise LLMRunError(
+            f"The saved view {view.name!r} no longer reads: {error.param}: {error.message}"
+        ) from None
+    ids = list(traces.order_by("id").values_list("id", flat=True)[: MAX_VIEW_RUN + 1])
+    if len(ids) > MAX_VIEW_RUN and not (limit and limit <= MAX_VIEW_RUN):
+        raise LLMRunError(f"A run over a view covers at most {MAX_VIEW_RUN:,} traces: give a limit.")
+    return ids[:limit] if limit else ids
+
+
 def run_progress(run: LLMRun, *, failures: int = 20, hide: QuerySet | None = None) -> dict:
     """The run as JSON for the API and the status partial (no key: the endpoint snapshot never holds one).
     `hide`: trace ids whose failures are left out (a failure shows the model's raw output, i.e. its labels;
@@ -193,7 +254,8 @@ def run_progress(run: LLMRun, *, failures: int = 20, hide: QuerySet | None = Non
         "stop_reason": run.stop_reason,
         "model": run.model,
         "rater": run.rater.username,
-        "batch": run.batch.name,
+        "batch": run.batch.name if run.batch_id else "",
+        "view": run.view_name,
         "prompt_version": run.prompt.number,
         "limit": run.limit,
         "total": run.total,
