@@ -9,13 +9,14 @@ from datetime import timedelta
 from itertools import combinations
 
 import pytest
-from django.db import OperationalError, connection, transaction
+from django.db import OperationalError, connection
 from django.utils import timezone
 
 from annotator.assignment_strategy import pair_counts
 from annotator.models import Annotation, Assignment, Membership
 from annotator.services.assignment import do_add_member, do_assign, do_claim_next, do_remove_annotator
 from tests.factories import BatchFactory, UserFactory, add_member, trace_with_steps
+from tests.locks import row_locked_elsewhere
 
 
 def make_traces(project, n, name="batch"):
@@ -148,29 +149,8 @@ def test_a_slot_held_by_another_claim_is_passed_by_not_waited_for(project, annot
     make_traces(project, 3)
     do_assign(project)
     first = Assignment.objects.filter(project=project, annotator=annotator_a).order_by("trace_id").first()
-    holding, release, errors = threading.Event(), threading.Event(), []
-
-    def rival():
-        try:
-            with transaction.atomic():
-                Assignment.objects.select_for_update().filter(pk=first.pk).first()
-                holding.set()
-                release.wait(10)
-        except Exception as error:  # surfaced by the assertion below
-            errors.append(repr(error))
-            holding.set()
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=rival)
-    thread.start()
-    try:
-        assert holding.wait(10)
+    with row_locked_elsewhere(Assignment, first.pk):
         mine = do_claim_next(project, annotator_a)
-    finally:
-        release.set()
-        thread.join()
-    assert errors == []
     assert mine is not None and mine.pk != first.pk
     assert mine.trace_id > first.trace_id
     # Once the rival is gone, the slot it held is the next one again.

@@ -5,21 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.factories import PASSWORD
+from tests.e2e.pages import signed_in
 from tests.search.conftest import world  # noqa: F401 (the fixture)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
 def test_search_sort_and_errors_in_the_browser(browser, live_server, world, owner):  # noqa: F811
-    page = browser.new_context().new_page()
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("#id_username", owner.username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
+    page, errors = signed_in(browser, live_server, owner)
 
     page.goto(f"{live_server.url}/p/demo-project/traces/")
     page.locator("#trace-count").wait_for()

@@ -3,14 +3,13 @@ with the rank join: FOR UPDATE OF the assignment only)."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 
 from annotator.models import Assignment, Project, QueueOrder, TriageRank
 from annotator.services.assignment import do_assign, do_claim_next
 from tests.factories import BatchFactory, trace_with_steps
+from tests.locks import row_locked_elsewhere
 
 
 @pytest.mark.django_db(transaction=True)
@@ -29,29 +28,8 @@ def test_a_locked_first_ranked_slot_is_passed_by_for_the_next_rank(project, anno
     Project.objects.filter(pk=project.pk).update(queue_order=QueueOrder.LLM_UNCERTAIN)
     project.refresh_from_db()
     first = Assignment.objects.get(project=project, annotator=annotator_a, trace=traces[2])
-    holding, release, errors = threading.Event(), threading.Event(), []
-
-    def rival():
-        try:
-            with transaction.atomic():
-                Assignment.objects.select_for_update().filter(pk=first.pk).first()
-                holding.set()
-                release.wait(10)
-        except Exception as error:  # surfaced by the assertion below
-            errors.append(repr(error))
-            holding.set()
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=rival)
-    thread.start()
-    try:
-        assert holding.wait(10)
+    with row_locked_elsewhere(Assignment, first.pk):
         mine = do_claim_next(project, annotator_a)
-    finally:
-        release.set()
-        thread.join()
-    assert errors == []
     assert mine is not None and mine.trace_id == traces[1].pk  # the second rank, not trace order
     assert do_claim_next(project, annotator_a).pk == first.pk
     assert do_claim_next(project, annotator_a).trace_id == traces[0].pk

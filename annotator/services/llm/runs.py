@@ -121,21 +121,8 @@ def do_start_run(
             project, view, limit=limit, model=model, actor=actor, enqueue=enqueue, background=background
         )
     batch, config, model = check_run_request(project, batch_name=batch_name, limit=limit, model=model)
-    with transaction.atomic():
-        run = LLMRun.objects.create(
-            project=project,
-            batch=batch,
-            prompt=current_prompt(project),
-            rater=llm_rater(project, model),
-            model=model,
-            endpoint=endpoint_snapshot(config, model),
-            limit=limit,
-            token_cap=config.token_cap,
-            total=run_selection(project, batch.pk, limit).count(),
-            created_by=actor,
-        )
-        if enqueue:
-            _enqueue_on_commit(run.pk, background=background)
+    total = run_selection(project, batch.pk, limit).count()
+    run = _create_run(project, config, model, limit, actor, enqueue, background, batch=batch, total=total)
     log.info("project %s: LLM run %d of %s on batch %s queued", project.slug, run.pk, model, batch.name)
     return run
 
@@ -147,24 +134,39 @@ def _start_view_run(
     ids = view_run_ids(project, view, limit)
     if not ids:
         raise LLMRunError(f"The saved view {view.name!r} holds no trace.")
+    scope = {"params": [list(pair) for pair in as_pairs(view.params)], "ids": ids}
+    run = _create_run(
+        project,
+        config,
+        model,
+        limit,
+        actor,
+        enqueue,
+        background,
+        view_name=view.name,
+        scope=scope,
+        total=len(ids),
+    )
+    log.info("project %s: LLM run %d of %s on view %s queued", project.slug, run.pk, model, view.name)
+    return run
+
+
+def _create_run(project: Project, config: LLMConfig, model: str, limit, actor, enqueue, background, **scope):
+    """The run row (over a batch, or a view's traces: `scope`), queued after commit when `enqueue`."""
     with transaction.atomic():
         run = LLMRun.objects.create(
             project=project,
-            batch=None,
-            view_name=view.name,
-            scope={"params": [list(pair) for pair in as_pairs(view.params)], "ids": ids},
             prompt=current_prompt(project),
             rater=llm_rater(project, model),
             model=model,
             endpoint=endpoint_snapshot(config, model),
             limit=limit,
             token_cap=config.token_cap,
-            total=len(ids),
             created_by=actor,
+            **scope,
         )
         if enqueue:
             _enqueue_on_commit(run.pk, background=background)
-    log.info("project %s: LLM run %d of %s on view %s queued", project.slug, run.pk, model, view.name)
     return run
 
 
