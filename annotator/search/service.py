@@ -1,8 +1,10 @@
 """The ORM bridge of the filter language: a `TraceFilter` compiled to a queryset of one project's traces, as
 one user may see them (annotator.access), and the matching steps of a page of search results.
 
-Full-text search of step content: on PostgreSQL `to_tsvector('simple', content) @@ plainto_tsquery(...)`,
-served by the GIN expression index of migration traces 0012 and ranked by `ts_rank` (the best step of a
+Full-text search of step content: on PostgreSQL `vector @@ plainto_tsquery('simple', ...)` over the search
+table of migration traces 0012 (GIN-indexed, filled after each import by annotator.search.indexing), plus a
+plain scan of the steps of the traces not indexed yet (traces_searchpending: an import whose indexing task
+has not run), so a trace is found the moment its import commits. Ranked by `ts_rank` (the best step of a
 trace ranks the trace); words match whole ('simple' config: no stemming, no stop words). On SQLite (the
 embedded demo) every word must occur in one step as a substring (LIKE), and a trace ranks by how many of
 its steps match: fine at demo scale, no index.
@@ -21,7 +23,6 @@ from django.db.models import (
     F,
     FloatField,
     Func,
-    Max,
     Q,
     QuerySet,
     Value,
@@ -51,7 +52,7 @@ _GOLD_STATUSES = (AdjudicationItem.Status.AGREED, AdjudicationItem.Status.RESOLV
 
 class _TsExpression(Func):
     """`to_tsvector('simple', column)` against `plainto_tsquery('simple', text)`: the very expression of
-    the GIN index of migration traces 0012, so the planner can use it (PostgreSQL only)."""
+    the search table of migration traces 0012 stores; used on the steps of one page of results (PostgreSQL only)."""
 
     pattern = ""
 
@@ -157,8 +158,27 @@ def _content_filtered(access: ProjectAccess, flt: TraceFilter) -> QuerySet[Trace
             steps = steps.filter(tool_args__icontains=flt.tool_args)
         traces = traces.filter(pk__in=steps.values("trace_id"))
     if flt.q:
-        traces = traces.filter(pk__in=_matching_steps(flt).values("trace_id"))
+        if _is_postgres():
+            traces = traces.filter(pk__in=RawSQL(_MATCHING_TRACES, [flt.q, flt.q]))
+        else:
+            traces = traces.filter(pk__in=_matching_steps(flt).values("trace_id"))
     return traces
+
+
+# The steps matching a search on PostgreSQL, with their rank: the search table's (its GIN index finds them)
+# and those of the traces still pending indexing, by a scan of their steps only (their primary key's
+# prefix). A trace is in one part or the other: indexing claims it from the pending table and writes its
+# rows in one transaction. The two %s are the same search text.
+_MATCHING_STEPS = """
+    SELECT ss.trace_id, ts_rank(ss.vector, q.q) AS rank
+    FROM traces_stepsearch ss, plainto_tsquery('simple', %s) q(q) WHERE ss.vector @@ q.q
+    UNION ALL
+    SELECT st.trace_id, ts_rank(to_tsvector('simple', st.content), q.q)
+    FROM traces_searchpending p JOIN traces_step st ON st.trace_id = p.trace_id,
+         plainto_tsquery('simple', %s) q(q)
+    WHERE to_tsvector('simple', st.content) @@ q.q
+"""
+_MATCHING_TRACES = f"SELECT m.trace_id FROM ({_MATCHING_STEPS}) m"
 
 
 def _meta_q(alias: str, value: str) -> Q:
@@ -344,7 +364,7 @@ def _ordered(traces: QuerySet[Trace], flt: TraceFilter) -> QuerySet[Trace] | Ran
 
 class RankedTraces:
     """Search results in rank order, for a paginator (count and slices). The ranks come from one grouped
-    query over the matching steps (the GIN index finds them), not from a subquery per trace: a rank per
+    query over the matching steps (the search table's GIN index finds them), not from a subquery per trace: a rank per
     trace correlated with the trace list re-ran the index scan for every row (seconds at 20,000 traces).
     `only`, `defer` and `select_related` shape the trace rows, as on the queryset it wraps."""
 
@@ -371,23 +391,37 @@ class RankedTraces:
     def __len__(self) -> int:
         return self.count()
 
-    def ranked_ids(self) -> QuerySet:
-        """The matching traces' ids, best first (id breaks ties)."""
+    def ranked_ids(self, window: slice) -> list[int]:
+        """The matching traces' ids in `window` of the list, best first (id breaks ties)."""
+        if _is_postgres():
+            return self._ranked_ids_postgres(window)
         steps = _matching_steps(
             self.flt, Step.objects.filter(trace_id__in=self.traces.order_by().values("pk"))
         )
-        # PostgreSQL: the best step's ts_rank; SQLite: how many of the trace's steps match.
-        rank = Max(TsRank(F("content"), Value(self.flt.q))) if _is_postgres() else Count("index")
-        return (
+        # SQLite: a trace ranks by how many of its steps match.
+        return list(
             steps.order_by()
             .values("trace_id")
-            .annotate(search_rank=rank)
+            .annotate(search_rank=Count("index"))
             .order_by("-search_rank" if self.descending else "search_rank", "trace_id")
-            .values_list("trace_id", flat=True)
+            .values_list("trace_id", flat=True)[window]
         )
 
+    def _ranked_ids_postgres(self, window: slice) -> list[int]:
+        traces_sql, traces_params = self.traces.order_by().values("pk").query.sql_with_params()
+        start = window.start or 0
+        limit = "ALL" if window.stop is None else str(max(window.stop - start, 0))
+        direction = "DESC" if self.descending else "ASC"
+        sql = (
+            f"SELECT m.trace_id FROM ({_MATCHING_STEPS}) m WHERE m.trace_id IN ({traces_sql}) "
+            f"GROUP BY m.trace_id ORDER BY max(m.rank) {direction}, m.trace_id LIMIT {limit} OFFSET %s"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [self.flt.q, self.flt.q, *traces_params, start])
+            return [row[0] for row in cursor.fetchall()]
+
     def __getitem__(self, window: slice) -> list[Trace]:
-        ids = list(self.ranked_ids()[window])
+        ids = self.ranked_ids(window)
         rows = self.traces.order_by().in_bulk(ids)
         return [rows[pk] for pk in ids if pk in rows]
 

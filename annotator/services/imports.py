@@ -19,6 +19,7 @@ from django.utils import timezone
 from annotator.batches import visible_batches
 from annotator.models import ImportJob, Project
 from annotator.raters import rater_source
+from annotator.search.indexing import schedule_indexing
 from annotator.services.assignment import do_assign
 from annotator.services.jobs import heartbeat, remove_uploads, stale_before
 from annotator.services.label_import import (
@@ -73,6 +74,8 @@ def do_import_traces(
             scope=scope,
             named_in=named_in,
         )
+        if result.traces:
+            schedule_indexing()  # the full-text search rows, out of the import's path (traces 0012)
         if project is None:
             return result, None
         attach = [result.batch] if result.batch is not None else []
