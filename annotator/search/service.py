@@ -294,25 +294,32 @@ def _evidence_sql(flt: TraceFilter, project_id: int) -> RawSQL:
     """Trace ids with a submitted label whose evidence names a step of the kind / tool asked for. Evidence
     is a JSON list of {"step": n, ...} on the label, so this joins through it per database."""
     conditions, params = ["s.project_id = %s", "s.purpose = 'work'", "an.status = 'submitted'"], [project_id]
+    step_conditions, step_params = [], []
     if flt.evidence_kind:
-        conditions.append("st.kind = %s")
-        params.append(flt.evidence_kind)
+        step_conditions.append("st.kind = %s")
+        step_params.append(flt.evidence_kind)
     if flt.evidence_tool:
-        conditions.append("st.tool_name = %s")
-        params.append(flt.evidence_tool)
+        step_conditions.append("st.tool_name = %s")
+        step_params.append(flt.evidence_tool)
     if _is_postgres():
+        # The step by its whole key (trace, index), one probe per evidence point: a join on the index
+        # cast to bigint read all of the trace's steps and hashed them (4.8 s -> 1.5 s at 100,000 traces).
         each = (
             "CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(la.evidence) = 'array' "
-            "THEN la.evidence ELSE '[]'::jsonb END) ev "
-            'JOIN traces_step st ON st.trace_id = s.trace_id AND st."index" = '
-            "(CASE WHEN jsonb_typeof(ev->'step') = 'number' THEN (ev->>'step')::numeric::bigint END)"
+            "THEN la.evidence ELSE '[]'::jsonb END) ev"
+        )
+        step = (
+            "st.trace_id = s.trace_id AND st.\"index\" = (CASE WHEN jsonb_typeof(ev->'step') = 'number' "
+            "THEN (ev->>'step')::numeric::int END)"
         )
     else:
-        each = (
-            ", json_each(CASE WHEN json_type(la.evidence) = 'array' THEN la.evidence ELSE '[]' END) ev "
-            'JOIN traces_step st ON st.trace_id = s.trace_id AND st."index" = '
+        each = ", json_each(CASE WHEN json_type(la.evidence) = 'array' THEN la.evidence ELSE '[]' END) ev"
+        step = (
+            'st.trace_id = s.trace_id AND st."index" = '
             "(CASE WHEN ev.type = 'object' THEN json_extract(ev.value, '$.step') END)"
         )
+    conditions.append(f"EXISTS (SELECT 1 FROM traces_step st WHERE {' AND '.join([step, *step_conditions])})")
+    params.extend(step_params)
     sql = (
         "SELECT s.trace_id FROM annotator_labelapplication la "
         "JOIN annotator_annotation an ON an.id = la.annotation_id "
