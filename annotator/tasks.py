@@ -33,6 +33,14 @@ def run_import_job(job_id: int) -> str:
     return do_run_import_job(job_id).status
 
 
+@shared_task(name="annotator.search.index_pending", **RETRY_ON_DATABASE_OUTAGE)
+def index_search_pending() -> int:
+    """Write the full-text search rows of the traces imported since the last run (idempotent)."""
+    from annotator.search.indexing import index_pending
+
+    return index_pending()
+
+
 @shared_task(name="annotator.agreement.compute_report", **RETRY_ON_DATABASE_OUTAGE)
 def compute_agreement_report(report_id: int) -> str:
     from annotator.services.reports import do_compute_report

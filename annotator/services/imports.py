@@ -19,6 +19,7 @@ from django.utils import timezone
 from annotator.batches import visible_batches
 from annotator.models import ImportJob, Project
 from annotator.raters import rater_source
+from annotator.search.indexing import schedule_indexing
 from annotator.services import project_traces
 from annotator.services.assignment import do_assign
 from annotator.services.jobs import heartbeat, remove_uploads, stale_before
@@ -78,6 +79,8 @@ def do_import_traces(
             # (another owner's import added them): a co-owner's import of the same file adds no copy.
             held=None if project is None else Trace.objects.in_project(project),
         )
+        if result.traces:
+            schedule_indexing()  # the full-text search rows, out of the import's path (traces 0012)
         if project is None:
             return result, None
         _hold_imported_traces(project, result)

@@ -14,7 +14,9 @@ and a reason. If the worker dies (killed, out of memory, machine lost) the beat 
   skips finished traces), or failed with a reason once it has been claimed JOB_MAX_ATTEMPTS times (a job
   that kills its worker every time must not take the next one down too);
 - a trace whose required annotations are all submitted but that has no adjudication item (the check
-  after a submit could not be sent) is checked again.
+  after a submit could not be sent) is checked again;
+- traces still waiting for their full-text search rows (the indexing task after an import was lost) are
+  indexed (annotator.search.indexing).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from annotator.models import (
     Project,
 )
 from annotator.models.jobs import FINAL_STATUSES, Job, JobStatus
+from annotator.search.indexing import pending_count, schedule_indexing
 from annotator.services.comparison import eligible_annotator_ids
 from annotator.services.enqueue import ENQUEUE_FAILED, enqueue, is_eager
 
@@ -134,6 +137,7 @@ class Reconciled:
     resumed: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     checked_traces: int = 0
+    unindexed_traces: int = 0
 
     def as_dict(self) -> dict:
         return {
@@ -141,6 +145,7 @@ class Reconciled:
             "resumed": self.resumed,
             "failed": self.failed,
             "checked_traces": self.checked_traces,
+            "unindexed_traces": self.unindexed_traces,
         }
 
 
@@ -158,6 +163,9 @@ def do_reconcile() -> Reconciled:
         if trace_ids:
             enqueue("annotator.adjudication.check_traces", project_id, trace_ids, after_commit=False)
             done.checked_traces += len(trace_ids)
+    done.unindexed_traces = pending_count()
+    if done.unindexed_traces:  # an indexing task lost with its worker or its message
+        schedule_indexing(after_commit=False)
     if done.resent or done.resumed or done.failed or done.checked_traces:
         log.warning("reconciled jobs: %s", done.as_dict())
     return done

@@ -1,0 +1,123 @@
+"""The full-text search table is filled after the import (migration traces 0012, annotator.search.indexing):
+a trace is found before its indexing ran and after, the reconciliation indexes what a lost task left, and
+deleting a trace deletes its search rows. PostgreSQL only: SQLite searches by LIKE and has no table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from annotator.search.indexing import index_pending, pending_count
+from annotator.services.imports import do_import_traces
+from annotator.services.jobs import do_reconcile
+from tests.services import missing
+from traces.models import Trace
+
+URL = "/api/projects/demo-project/traces/"
+
+
+@pytest.fixture(autouse=True)
+def postgres_only():
+    if connection.vendor != "postgresql":
+        missing("PostgreSQL", "Set DATABASE_URL=postgres://postgres@127.0.0.1:5432/annotator to run on it.")
+
+
+def write_run(path: Path, words: dict[str, str]) -> Path:
+    """One native trace per (external id, step content)."""
+    lines = [
+        json.dumps(
+            {
+                "id": external_id,
+                "system": "AG2",
+                "model": "gpt-4o",
+                "steps": [
+                    {"agent": "user", "role": "user", "content": "Find the broken deploy."},
+                    {"agent": "coder", "role": "assistant", "content": content},
+                ],
+            }
+        )
+        for external_id, content in words.items()
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def search(client, q: str) -> list[str]:
+    response = client.get(URL, {"q": q})
+    assert response.status_code == 200, response.content
+    return sorted(row["external_id"] for row in response.json()["results"])
+
+
+def search_rows(trace_ids: list[int]) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM traces_stepsearch WHERE trace_id = ANY(%s)", [trace_ids])
+        return cursor.fetchone()[0]
+
+
+@pytest.fixture
+def owner_client(client, owner, project):
+    client.force_login(owner)
+    return client
+
+
+def imported(project, owner, tmp_path, *, run_tasks: bool, capture) -> list[int]:
+    path = write_run(
+        tmp_path / "run.jsonl",
+        {"deploy-1": "kubectl rollout undo deployment web", "deploy-2": "helm upgrade web ./chart"},
+    )
+    with capture(execute=run_tasks):
+        do_import_traces([(path, "run.jsonl")], batch_name="run", user=owner, project=project)
+    return list(Trace.objects.filter(batch__name="run").order_by("pk").values_list("pk", flat=True))
+
+
+def test_an_imported_trace_is_searchable_once_its_indexing_ran(
+    project, owner, owner_client, tmp_path, django_capture_on_commit_callbacks
+):
+    ids = imported(project, owner, tmp_path, run_tasks=True, capture=django_capture_on_commit_callbacks)
+    # The task sent after the commit ran (eager): every step is in the search table, nothing pending.
+    assert search_rows(ids) == 4
+    assert pending_count() == 0
+    assert search(owner_client, "rollout") == ["deploy-1"]
+    assert search(owner_client, "web") == ["deploy-1", "deploy-2"]
+
+
+def test_a_trace_whose_indexing_has_not_run_is_found_all_the_same(
+    project, owner, owner_client, tmp_path, django_capture_on_commit_callbacks
+):
+    ids = imported(project, owner, tmp_path, run_tasks=False, capture=django_capture_on_commit_callbacks)
+    assert search_rows(ids) == 0
+    assert pending_count() == 2
+    assert search(owner_client, "helm") == ["deploy-2"]
+    assert search(owner_client, "web") == ["deploy-1", "deploy-2"]
+    assert index_pending() == 2
+    assert index_pending() == 0  # idempotent
+    assert search(owner_client, "helm") == ["deploy-2"]
+
+
+def test_the_reconciliation_indexes_traces_left_unindexed(
+    project, owner, owner_client, tmp_path, django_capture_on_commit_callbacks
+):
+    ids = imported(project, owner, tmp_path, run_tasks=False, capture=django_capture_on_commit_callbacks)
+    done = do_reconcile()  # as beat runs it: the task it sends runs inline (eager)
+    assert done.unindexed_traces == 2
+    assert search_rows(ids) == 4
+    assert pending_count() == 0
+    assert search(owner_client, "rollout") == ["deploy-1"]
+
+
+def test_deleting_a_trace_deletes_its_search_rows(
+    project, owner, tmp_path, django_capture_on_commit_callbacks
+):
+    ids = imported(project, owner, tmp_path, run_tasks=True, capture=django_capture_on_commit_callbacks)
+    Trace.objects.filter(pk=ids[0]).delete()
+    assert search_rows([ids[0]]) == 0
+    assert search_rows([ids[1]]) == 2
+    # A trace deleted while still pending leaves nothing pending either.
+    with connection.cursor() as cursor:
+        cursor.execute("INSERT INTO traces_searchpending (trace_id) VALUES (%s)", [ids[1]])
+    Trace.objects.filter(pk=ids[1]).delete()
+    assert search_rows([ids[1]]) == 0
+    assert pending_count() == 0
