@@ -157,18 +157,7 @@ def insert_world(n: int, seed: int):
         splits = ("train", "dev", "test")
         trace_ids = copy_rows(
             Trace(batch=batches[0], created_at=now),
-            (
-                "batch_id",
-                "external_id",
-                "content_hash",
-                "model",
-                "system",
-                "benchmark",
-                "outcome",
-                "score",
-                "step_count",
-                "metadata",
-            ),
+            TRACE_COLUMNS,
             (
                 (
                     batches[batch[i]].pk,
