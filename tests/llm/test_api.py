@@ -17,7 +17,7 @@ def test_an_owner_starts_a_run_and_reads_its_status(
     client, project, owner, traces, llm_config, django_capture_on_commit_callbacks, monkeypatch
 ):
     sent = []
-    monkeypatch.setattr("annotator.api.llm.is_eager", lambda: False)  # a worker takes the run
+    monkeypatch.setattr("annotator.api.llm.runs.is_eager", lambda: False)  # a worker takes the run
     monkeypatch.setattr(
         "annotator.tasks.run_llm_job.apply_async", lambda args, **kwargs: sent.append((tuple(args), kwargs))
     )

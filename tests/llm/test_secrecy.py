@@ -27,7 +27,7 @@ def test_the_key_is_sent_to_the_endpoint_and_nowhere_else(
     caplog.set_level(logging.DEBUG)
     do_store_key(project, SECRET, actor=owner)
     sent = []
-    monkeypatch.setattr("annotator.api.llm.is_eager", lambda: False)  # a worker takes the run
+    monkeypatch.setattr("annotator.api.llm.runs.is_eager", lambda: False)  # a worker takes the run
     monkeypatch.setattr(
         "annotator.tasks.run_llm_job.apply_async", lambda args, **kwargs: sent.append((tuple(args), kwargs))
     )

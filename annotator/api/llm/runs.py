@@ -1,14 +1,6 @@
-"""LLM rater API: the endpoint settings, the stored key and the versioned prompt (owners), start, stop and
-follow runs (owners), their agreement with humans and gold (owners), and the model's labels of a trace for
-the annotator who has submitted their own (when the project allows it).
-
-The settings go through the page's own form (annotator.views.llm_forms.LLMConfigForm), so the same rules
-hold: a key comes only from a variable the administrator lists (LLM_KEY_ENVS) or is stored encrypted, the
-base URL passes annotator.llm.urlguard, and a changed base URL forgets the stored key.
-
-Access goes through annotator.access like every page: outsiders 404, members without the role 403. No
-response carries the API key: runs expose their endpoint snapshot, which never holds one.
-"""
+"""LLM rater API, runs (owners): start one over a batch or a saved view, preview its prompt and estimate,
+follow, stop and resume it. No response carries the API key: a run exposes its endpoint snapshot, which never
+holds one. Access goes through annotator.access: outsiders 404, members without the role 403."""
 
 from __future__ import annotations
 
@@ -19,27 +11,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotator.access import MANAGE_ROLES, access_assignment, access_project
+from annotator.access import MANAGE_ROLES, access_project
 from annotator.api.errors import ErrorSerializer, error_response
-from annotator.api.signature_serializers import EstimateSerializer
-from annotator.models import LLMConfig, LLMRun
-from annotator.models.llm import MAX_CONCURRENCY
+from annotator.models import LLMRun
 from annotator.search.filters import FilterError
 from annotator.search.saved import open_view
 from annotator.services.enqueue import is_eager
-from annotator.services.llm.agreement import CURVE_RULE, llm_agreement
 from annotator.services.llm.config import (
-    LLMSettingsError,
     current_prompt,
-    do_forget_key,
-    do_save_config,
-    do_save_prompt,
-    do_store_key,
-    get_config,
 )
 from annotator.services.llm.estimate import estimate_run
 from annotator.services.llm.labeller import windows_for
-from annotator.services.llm.opinion import llm_opinions_for
 from annotator.services.llm.runs import (
     LLMRunError,
     check_run_request,
@@ -48,7 +30,6 @@ from annotator.services.llm.runs import (
     do_stop_run,
     run_progress,
 )
-from annotator.views.llm_forms import LLMConfigForm
 from traces.models import Trace
 
 
@@ -100,84 +81,6 @@ class RunStatus(serializers.Serializer):
     failures = RunFailureSerializer(many=True, help_text="The first 20 traces that failed")
 
 
-class IntervalSerializer(serializers.Serializer):
-    statistic = serializers.CharField()
-    low = serializers.FloatField(allow_null=True)
-    high = serializers.FloatField(allow_null=True)
-    level = serializers.FloatField()
-    n_resamples = serializers.IntegerField()
-    n_defined = serializers.IntegerField()
-    undefined_code = serializers.CharField(allow_null=True)
-    undefined_reason = serializers.CharField(allow_null=True)
-
-
-class ModeKappaSerializer(serializers.Serializer):
-    code = serializers.CharField()
-    name = serializers.CharField()
-    cohen_kappa = EstimateSerializer()
-    kappa_ci = IntervalSerializer()
-    observed_agreement = EstimateSerializer()
-    pabak = EstimateSerializer()
-    prevalence_llm = serializers.FloatField(allow_null=True)
-    prevalence_other = serializers.FloatField(allow_null=True)
-
-
-class ComparisonSerializer(serializers.Serializer):
-    against = serializers.CharField(help_text="A human rater's username, or gold")
-    kind = serializers.ChoiceField(["human", "gold"])
-    n_items = serializers.IntegerField(help_text="Traces both rated")
-    kappa_macro = serializers.FloatField(allow_null=True, help_text="Mean of the defined per-mode kappas")
-    modes = ModeKappaSerializer(many=True)
-
-
-class CurvePointSerializer(serializers.Serializer):
-    n_gold = serializers.IntegerField(help_text="The first n gold traces this model labelled, in gold order")
-    kappa = serializers.FloatField(
-        allow_null=True, help_text="Cohen's kappa on them; null when undefined (both sides constant)"
-    )
-
-
-class ModeCurveSerializer(serializers.Serializer):
-    code = serializers.CharField()
-    name = serializers.CharField()
-    points = CurvePointSerializer(many=True, help_text="After 10, 20, 40 ... gold traces, and after all")
-    good_enough = serializers.BooleanField(help_text=f"The hint's rule: {CURVE_RULE}")
-
-
-class LLMRaterAgreementSerializer(serializers.Serializer):
-    rater = serializers.CharField()
-    n_items = serializers.IntegerField()
-    comparisons = ComparisonSerializer(many=True)
-    kappa_curve = ModeCurveSerializer(
-        many=True, help_text="Per mode: the kappa against gold as gold arrived (in the order it was decided)"
-    )
-
-
-class LLMAgreementSerializer(serializers.Serializer):
-    raters = LLMRaterAgreementSerializer(many=True)
-    curve_rule = serializers.CharField(help_text="When a mode's curve is called good enough")
-
-
-class OpinionLabelSerializer(serializers.Serializer):
-    mode = serializers.CharField(source="code")
-    name = serializers.CharField()
-    primary = serializers.BooleanField()
-    steps = serializers.ListField(child=serializers.IntegerField())
-    reason = serializers.CharField(allow_blank=True)
-
-
-class OpinionSerializer(serializers.Serializer):
-    rater = serializers.CharField()
-    note = serializers.CharField(allow_blank=True)
-    no_failure = serializers.BooleanField()
-    labels = OpinionLabelSerializer(many=True)
-
-
-class LLMLabelsSerializer(serializers.Serializer):
-    visible = serializers.BooleanField(help_text="False until you submitted, or when the project hides them")
-    opinions = OpinionSerializer(many=True)
-
-
 class PreviewRunSerializer(serializers.Serializer):
     batch = serializers.CharField(max_length=200, help_text="A batch of the project")
     limit = serializers.IntegerField(
@@ -202,176 +105,6 @@ class StartRunSerializer(serializers.Serializer):
 
 
 _ERROR = OpenApiResponse(ErrorSerializer, description="What is wrong with the request")
-
-
-class LLMSettingsSerializer(serializers.Serializer):
-    """The project's LLM endpoint. Never the key: only where it comes from (`key_source`)."""
-
-    base_url = serializers.CharField(
-        max_length=500,
-        help_text="Up to /v1; a private or local address only if LLM_ALLOWED_BASE_URLS allows it",
-    )
-    model = serializers.CharField(max_length=200, allow_blank=True)
-    api_key_env = serializers.CharField(
-        max_length=100,
-        allow_blank=True,
-        help_text="One of the variables the administrator lists (LLM_KEY_ENVS)",
-    )
-    temperature = serializers.FloatField()
-    max_tokens = serializers.IntegerField()
-    requests_per_minute = serializers.IntegerField()
-    concurrency = serializers.IntegerField(
-        help_text=f"Requests a run keeps in flight at once, 1 to {MAX_CONCURRENCY}",
-        min_value=1,
-        max_value=MAX_CONCURRENCY,
-    )
-    token_cap = serializers.IntegerField(help_text="Per run; 0: no cap")
-    prompt_price_per_million = serializers.DecimalField(
-        max_digits=10,
-        decimal_places=4,
-        min_value=0,
-        allow_null=True,
-        help_text="For the estimate before a run; null: no cost shown",
-    )
-    completion_price_per_million = serializers.DecimalField(
-        max_digits=10, decimal_places=4, min_value=0, allow_null=True
-    )
-    timeout_seconds = serializers.FloatField()
-    max_trace_chars = serializers.IntegerField(help_text="Character budget for the trace in one request")
-    long_traces = serializers.ChoiceField(
-        LLMConfig._meta.get_field("long_traces").choices,
-        help_text="A trace over the budget: judged in overlapping windows, or its middle cut out",
-    )
-    window_overlap_steps = serializers.IntegerField(help_text="Steps consecutive windows share (0 to 20)")
-    json_mode = serializers.BooleanField()
-    show_to_annotators = serializers.BooleanField()
-
-
-class LLMSettingsOut(LLMSettingsSerializer):
-    key_source = serializers.CharField(help_text="Where the key comes from (never the key itself)")
-    has_stored_key = serializers.BooleanField()
-    allowed_key_envs = serializers.ListField(child=serializers.CharField())
-    key_forgotten = serializers.BooleanField(
-        help_text="true when this change of base URL removed the stored key (store it again)"
-    )
-
-
-class LLMSettingsPatch(LLMSettingsSerializer):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        for field in self.fields.values():
-            field.required = False
-
-
-class StoreKeySerializer(serializers.Serializer):
-    api_key = serializers.CharField(max_length=500, help_text="Stored encrypted; never shown again")
-
-
-class PromptSerializer(serializers.Serializer):
-    number = serializers.IntegerField(read_only=True, help_text="The prompt version")
-    instructions = serializers.CharField(help_text="Saving different text makes a new version")
-    created = serializers.BooleanField(read_only=True, help_text="Whether this request made a new version")
-
-
-def _settings_body(config, *, forgot: bool = False) -> dict:
-    from annotator.llm.secrets import allowed_key_envs
-
-    data = {name: getattr(config, name) for name in LLMSettingsSerializer().fields}
-    data.update(
-        key_source=config.key_source(),
-        has_stored_key=config.has_stored_key,
-        allowed_key_envs=sorted(allowed_key_envs()),
-        key_forgotten=forgot,
-    )
-    return LLMSettingsOut(data).data
-
-
-class LLMSettings(APIView):
-    @extend_schema(
-        summary="The project's LLM endpoint settings (owners only; never the key)", responses=LLMSettingsOut
-    )
-    def get(self, request: Request, slug: str) -> Response:
-        project = access_project(request.user, slug, roles=MANAGE_ROLES)
-        return Response(_settings_body(get_config(project)))
-
-    @extend_schema(
-        summary="Change the LLM endpoint settings; fields left out keep their value (owners only)",
-        request=LLMSettingsPatch,
-        responses={200: LLMSettingsOut, 400: _ERROR},
-    )
-    def patch(self, request: Request, slug: str) -> Response:
-        project = access_project(request.user, slug, roles=MANAGE_ROLES)
-        body = LLMSettingsPatch(data=request.data)
-        body.is_valid(raise_exception=True)
-        config = get_config(project)
-        current = {name: getattr(config, name) for name in LLMSettingsSerializer().fields}
-        # The page's form validates (base URL rule, allowed key variables, ranges): one rule set for both.
-        form = LLMConfigForm({**current, **body.validated_data}, instance=config)
-        if not form.is_valid():
-            fields = {name: [str(message) for message in messages] for name, messages in form.errors.items()}
-            errors = [f"{name}: {message}" for name, messages in fields.items() for message in messages]
-            return error_response(
-                f"The request is not valid: {errors[0]}",
-                status=status.HTTP_400_BAD_REQUEST,
-                errors=errors,
-                fields=fields,
-            )
-        forgot = do_save_config(form.save(commit=False), actor=request.user)
-        return Response(_settings_body(get_config(project), forgot=forgot))
-
-
-class LLMKey(APIView):
-    @extend_schema(
-        summary="Store an API key for the project's endpoint, encrypted (owners only)",
-        request=StoreKeySerializer,
-        responses={200: LLMSettingsOut, 400: _ERROR},
-    )
-    def post(self, request: Request, slug: str) -> Response:
-        project = access_project(request.user, slug, roles=MANAGE_ROLES)
-        body = StoreKeySerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        try:
-            do_store_key(project, body.validated_data["api_key"], actor=request.user)
-        except LLMSettingsError as error:
-            return error_response(str(error), status=status.HTTP_400_BAD_REQUEST, errors=[str(error)])
-        return Response(_settings_body(get_config(project)))
-
-    @extend_schema(
-        summary="Remove the stored API key (owners only)", request=None, responses={200: LLMSettingsOut}
-    )
-    def delete(self, request: Request, slug: str) -> Response:
-        project = access_project(request.user, slug, roles=MANAGE_ROLES)
-        do_forget_key(project, actor=request.user)
-        return Response(_settings_body(get_config(project)))
-
-
-class LLMPrompt(APIView):
-    @extend_schema(summary="The current prompt version (owners only)", responses=PromptSerializer)
-    def get(self, request: Request, slug: str) -> Response:
-        project = access_project(request.user, slug, roles=MANAGE_ROLES)
-        template = current_prompt(project)
-        return Response(PromptSerializer({**vars(template), "created": False}).data)
-
-    @extend_schema(
-        summary="Save the prompt's instructions as a new version (unchanged text keeps the version)",
-        request=PromptSerializer,
-        responses={200: PromptSerializer, 400: _ERROR},
-    )
-    def put(self, request: Request, slug: str) -> Response:
-        project = access_project(request.user, slug, roles=MANAGE_ROLES)
-        body = PromptSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        try:
-            template, created = do_save_prompt(
-                project, body.validated_data["instructions"], actor=request.user
-            )
-        except LLMSettingsError as error:
-            return error_response(str(error), status=status.HTTP_400_BAD_REQUEST, errors=[str(error)])
-        return Response(
-            PromptSerializer(
-                {"number": template.number, "instructions": template.instructions, "created": created}
-            ).data
-        )
 
 
 class LLMRunList(APIView):
@@ -548,26 +281,3 @@ class LLMRunStop(APIView):
             )
         run.refresh_from_db()
         return Response(RunStatus(run_progress(run, hide=project.access.blind_trace_ids())).data)
-
-
-class LLMAgreement(APIView):
-    @extend_schema(
-        summary="Per LLM rater: per-mode Cohen's kappa vs each human and vs gold, with intervals (owners only)",
-        responses={200: LLMAgreementSerializer},
-    )
-    def get(self, request: Request, slug: str) -> Response:
-        project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
-        body = {"raters": llm_agreement(project), "curve_rule": CURVE_RULE}
-        return Response(LLMAgreementSerializer(body).data)
-
-
-class LLMLabelsForMe(APIView):
-    @extend_schema(
-        summary="The LLM raters' labels of my assignment's trace: only after I submitted, if the project allows",
-        responses={200: LLMLabelsSerializer},
-    )
-    def get(self, request: Request, slug: str, assignment_id: int) -> Response:
-        assignment = access_assignment(request.user, slug, assignment_id)
-        opinions = llm_opinions_for(assignment)
-        body = {"visible": opinions is not None, "opinions": opinions or []}
-        return Response(LLMLabelsSerializer(body).data)
