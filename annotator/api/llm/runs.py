@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from annotator.access import MANAGE_ROLES, access_project
 from annotator.api.errors import ErrorSerializer, error_response
-from annotator.models import LLMRun
+from annotator.models import LLMRun, Project
 from annotator.search.filters import FilterError
 from annotator.search.saved import open_view
 from annotator.services.enqueue import is_eager
@@ -155,15 +155,21 @@ class LLMRunList(APIView):
         )
 
 
+def _owned_run(request: Request, slug: str, run_id: int) -> tuple[Project, LLMRun]:
+    """The project (owners only, by the one access policy) and its run `run_id` (404 in another project)."""
+    project = access_project(request.user, slug, roles=MANAGE_ROLES)
+    run = get_object_or_404(
+        LLMRun.objects.select_related("batch", "prompt", "rater"), project=project, pk=run_id
+    )
+    return project, run
+
+
 class LLMRunDetail(APIView):
     @extend_schema(
         summary="Status, progress, tokens and failures of an LLM run (owners only)", responses=RunStatus
     )
     def get(self, request: Request, slug: str, run_id: int) -> Response:
-        project = access_project(request.user, slug, roles=MANAGE_ROLES)
-        run = get_object_or_404(
-            LLMRun.objects.select_related("batch", "prompt", "rater"), project=project, pk=run_id
-        )
+        project, run = _owned_run(request, slug, run_id)
         return Response(RunStatus(run_progress(run, hide=project.access.blind_trace_ids())).data)
 
 
@@ -174,10 +180,7 @@ class LLMRunResume(APIView):
         responses={202: RunStatus, 409: _ERROR},
     )
     def post(self, request: Request, slug: str, run_id: int) -> Response:
-        project = access_project(request.user, slug, roles=MANAGE_ROLES)
-        run = get_object_or_404(
-            LLMRun.objects.select_related("batch", "prompt", "rater"), project=project, pk=run_id
-        )
+        project, run = _owned_run(request, slug, run_id)
         if not do_resume_run(run, background=is_eager()):
             return error_response(f"Run {run.pk} is {run.status_label}", status=status.HTTP_409_CONFLICT)
         run.refresh_from_db()
@@ -271,10 +274,7 @@ class LLMRunStop(APIView):
         responses={200: RunStatus, 409: _ERROR},
     )
     def post(self, request: Request, slug: str, run_id: int) -> Response:
-        project = access_project(request.user, slug, roles=MANAGE_ROLES)
-        run = get_object_or_404(
-            LLMRun.objects.select_related("batch", "prompt", "rater"), project=project, pk=run_id
-        )
+        project, run = _owned_run(request, slug, run_id)
         if not do_stop_run(run):
             return error_response(
                 f"Run {run.pk} is {run.status_label}: nothing to stop", status=status.HTTP_409_CONFLICT
