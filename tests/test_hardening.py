@@ -140,3 +140,20 @@ def test_the_django_admin_is_for_superusers_only(client, project, annotator_a):
     assert client.get("/admin/").status_code == 302
     client.force_login(UserFactory(username="root", is_staff=True, is_superuser=True))
     assert client.get("/admin/annotator/annotation/").status_code == 200
+
+
+def test_an_ingest_token_is_refused_everywhere_but_its_projects_otlp_endpoints(client, owner, project):
+    from annotator.services.api_tokens import do_issue_ingest_token, do_revoke_tokens
+
+    token, key = do_issue_ingest_token(project, owner, name="agents in prod")
+    assert token.scope == ApiToken.Scope.INGEST and token.project == project and token.user == owner
+    for url in ("/api/projects/", f"/api/projects/{project.slug}/traces/", "/api/schema/"):
+        refused = client.get(url, HTTP_AUTHORIZATION=f"Token {key}")
+        assert refused.status_code == 403, url
+        assert f"ingest token of project {project.slug}" in refused.content.decode()
+    assert token.allows_route("api-otlp-traces", project.slug)
+    assert token.allows_route("api-otlp-logs", project.slug)
+    assert not token.allows_route("api-otlp-traces", "another-project")
+    # The owner's own tokens are untouched by it, and revoking the owner's tokens leaves the project's.
+    assert client.get("/api/projects/", HTTP_AUTHORIZATION=f"Token {api_token(owner)}").status_code == 200
+    assert do_revoke_tokens(owner) == 1 and ApiToken.objects.filter(pk=token.pk).exists()

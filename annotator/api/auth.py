@@ -1,4 +1,8 @@
-"""`Authorization: Token <key>` against hashed, expiring tokens (annotator.models.tokens)."""
+"""`Authorization: Token <key>` against hashed, expiring tokens (annotator.models.tokens).
+
+A project's ingest token is refused (403) on every route but its own project's OTLP endpoints, here, before
+any view runs: no view can forget the check.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from annotator.prepared import PreparedQuery
 LAST_USED_RESOLUTION = timedelta(minutes=5)
 # Every API request starts here: compiled once per connection (annotator.prepared). Digests are unique.
 _TOKEN = PreparedQuery(
-    lambda digest: ApiToken.objects.select_related("user").filter(digest=digest), digest=str
+    lambda digest: ApiToken.objects.select_related("user", "project").filter(digest=digest), digest=str
 )
 
 
@@ -25,6 +29,20 @@ class HashedTokenAuthentication(TokenAuthentication):
     tokens up by digest and refusing expired ones."""
 
     keyword = "Token"
+
+    def authenticate(self, request):
+        found = super().authenticate(request)
+        if found is not None:
+            token = found[1]
+            match = getattr(request._request, "resolver_match", None)
+            url_name = match.url_name if match else None
+            slug = match.kwargs.get("slug") if match else None
+            if not token.allows_route(url_name, slug):
+                raise exceptions.PermissionDenied(
+                    f"This is an ingest token of project {token.project.slug}: it can only send OTLP spans "
+                    "and logs to that project's /otlp/v1/ endpoints."
+                )
+        return found
 
     def authenticate_credentials(self, key: str):
         found = _TOKEN.objects(digest=token_digest(key))
