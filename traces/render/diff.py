@@ -18,6 +18,7 @@ CONTEXT = 3
 SCAN_CHARS = 20_000
 _UNIFIED = re.compile(r"^--- [^\n]*\n\+\+\+ [^\n]*\n@@ ", re.M)
 _GIT = re.compile(r"^diff --git ", re.M)
+_CODEX = re.compile(r"^\*\*\* Begin Patch", re.M)
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,8 @@ def patch_start(text: str) -> int:
     stripped = head.lstrip()
     if stripped.startswith("*** Begin Patch"):
         return len(head) - len(stripped)
-    starts = [m.start() for m in (_GIT.search(head), _UNIFIED.search(head)) if m is not None]
+    found = (_CODEX.search(head), _GIT.search(head), _UNIFIED.search(head))
+    starts = [m.start() for m in found if m is not None]
     return min(starts) if starts else -1
 
 

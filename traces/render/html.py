@@ -12,13 +12,18 @@ from html import escape
 
 from traces.render.shapes import Block, Code, DiffBlock, Fields, JsonBlock, size_label
 
+# Control characters (but tab, newline and carriage return) and the bidirectional overrides that can make
+# code read differently from what it does ("Trojan Source") are shown as visible marks, never passed through.
+_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 # A block longer than this many lines is folded (<details>), its summary saying how long it is.
 FOLD_LINES = 80
 
 
 def highlight(text: str, query: str) -> str:
-    """`text` escaped, with case-insensitive matches of `query` wrapped in <mark>."""
+    """`text` escaped (control characters made visible), case-insensitive matches of `query` in <mark>."""
     text = str(text)
+    if _CONTROLS.search(text):
+        text = _CONTROLS.sub(_visible, text)
     if not query:
         return escape(text)
     out: list[str] = []
@@ -29,6 +34,13 @@ def highlight(text: str, query: str) -> str:
         last = match.end()
     out.append(escape(text[last:]))
     return "".join(out)
+
+
+def _visible(match: re.Match) -> str:
+    char = ord(match.group(0))
+    if char < 0x20:
+        return chr(0x2400 + char)  # the Unicode "control picture": ␀, ␛, ...
+    return "␡" if char == 0x7F else f"⟨U+{char:04X}⟩"
 
 
 def blocks_html(blocks: list[Block], q: str = "", *, open_all: bool = False) -> str:
@@ -48,7 +60,8 @@ def _block(block: Block, q: str, open_all: bool) -> str:
 
 def fields_html(block: Fields, q: str) -> str:
     rows = "".join(
-        f"<dt>{escape(key)}</dt><dd><code>{highlight(value, q)}</code></dd>" for key, value in block.items
+        f"<dt>{highlight(key, '')}</dt><dd><code>{highlight(value, q)}</code></dd>"
+        for key, value in block.items
     )
     return f'<dl class="shape shape-fields">{rows}</dl>'
 
@@ -80,7 +93,7 @@ def json_html(block: JsonBlock, q: str, open_all: bool = False) -> str:
 
 
 def _frame(shape: str, label: str, meta: str, body: str, cut: str, lines: int, q: str, open_all: bool) -> str:
-    head = (f'<span class="shape-label">{escape(label)}</span> ' if label else "") + (
+    head = (f'<span class="shape-label">{highlight(label, "")}</span> ' if label else "") + (
         f'<span class="shape-meta">{escape(meta)}</span>'
     )
     note = f'<p class="shape-cut">Cut: {escape(cut)}.</p>' if cut else ""

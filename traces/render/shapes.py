@@ -88,6 +88,11 @@ def call_text_blocks(text: str) -> list[Block]:
         blocks = _object_blocks(args) if args is not None else []
         if any(isinstance(b, Code | DiffBlock) for b in blocks):
             return blocks
+    if len(text) <= SHELL_CHARS and text.startswith("edit ") and not _SWE_EDIT.match(text):
+        # SWE-agent 1.x's `edit SEARCH REPLACE [REPLACE_ALL]`: a search-and-replace, so a diff.
+        words = _shell_words(text)
+        if words is not None and len(words) in (3, 4):
+            return [DiffBlock("", edit_diff(words[1], words[2]), len(text))]
     edit = _SWE_EDIT.match(text) if len(text) <= PARSE_CHARS else None
     if edit is not None:
         first, last, new = int(edit.group(1)), edit.group(2), edit.group(3)
@@ -238,9 +243,8 @@ def _string_blocks(label: str, text: str) -> list[Block]:
 
 def _command_args(text: str) -> dict | None:
     """`str_replace_editor str_replace /f.py --old_str 'a' --new_str 'b'` as {command, path, old_str, new_str}."""
-    try:
-        words = shlex.split(text, posix=True)
-    except ValueError:  # an unclosed quote: the text was cut, or is not a command
+    words = _shell_words(text)
+    if words is None:
         return None
     positional = ["tool", "command", "path"]
     args: dict[str, str] = {}
@@ -256,6 +260,13 @@ def _command_args(text: str) -> dict | None:
         n += 1
     args.pop("tool", None)
     return args
+
+
+def _shell_words(text: str) -> list[str] | None:
+    try:
+        return shlex.split(text, posix=True)
+    except ValueError:  # an unclosed quote: the text was cut, or is not a command
+        return None
 
 
 def _json_text(text: str) -> Any:
