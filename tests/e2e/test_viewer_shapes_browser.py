@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 def test_the_edit_reads_as_a_diff_in_the_browser(browser, live_server, swe_world):  # noqa: F811
     from playwright.sync_api import expect
 
-    project, trace, slot = swe_world
+    project, _trace, slot = swe_world
     page, errors = signed_in(browser, live_server, slot.annotator)
     page.goto(f"{live_server.url}/p/{project.slug}/a/{slot.pk}/")
     edit = page.locator("#step-1 .shape-diff")

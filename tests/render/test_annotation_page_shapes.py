@@ -9,7 +9,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_coder_reads_the_edit_the_script_and_the_patch(client, swe_world):
-    project, trace, slot = swe_world
+    project, _trace, slot = swe_world
     client.force_login(slot.annotator)
     page = client.get(f"/p/{project.slug}/a/{slot.pk}/").content.decode()
     assert page.count('class="shape shape-diff"') == 2  # the str_replace edit and the submitted patch
@@ -20,7 +20,7 @@ def test_a_coder_reads_the_edit_the_script_and_the_patch(client, swe_world):
 
 
 def test_a_search_hit_inside_a_diff_is_marked(client, swe_world):
-    project, trace, slot = swe_world
+    project, _trace, slot = swe_world
     client.force_login(slot.annotator)
     page = client.get(f"/p/{project.slug}/a/{slot.pk}/?q=a%20%2B%20b").content.decode()
     assert '<span class="d add">+    return <mark class="hit">a + b</mark></span>' in page
