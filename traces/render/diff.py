@@ -32,6 +32,8 @@ class Diff:
 def patch_start(text: str) -> int:
     """Where a patch begins in `text` (looking only at its first SCAN_CHARS), or -1 if there is none."""
     head = text[:SCAN_CHARS]
+    if "--- " not in head and "diff --git " not in head and "*** Begin Patch" not in head:
+        return -1  # most text: no need to try the patterns at every line start
     stripped = head.lstrip()
     if stripped.startswith("*** Begin Patch"):
         return len(head) - len(stripped)
@@ -43,7 +45,8 @@ def patch_start(text: str) -> int:
 def is_patch(text: str) -> bool:
     """`text` is a patch from its first line on (not prose that contains one)."""
     head = text[:SCAN_CHARS]
-    return patch_start(head) == len(head) - len(head.lstrip())
+    start = patch_start(head)
+    return start >= 0 and start == len(head) - len(head.lstrip())
 
 
 def parse_patch(text: str, *, max_rows: int = MAX_ROWS) -> Diff:
