@@ -166,5 +166,6 @@ def test_the_command_writes_a_table_with_the_same_rules(labelled, tmp_path, caps
     call_command("export_dataset", labelled.slug, "--out", str(out), "--format", "csv", "--kind", "labels")
     rows = csv_rows(out.read_text(encoding="utf-8"))
     assert {r["annotator"] for r in rows} == {"annotator-1", "annotator-2"} and len(rows) == 4
+    assert "labels written to" in capsys.readouterr().out
     call_command("export_dataset", labelled.slug, "--out", "-", "--format", "jsonl", "--kind", "gold")
     assert [r["trace_id"] for r in jsonl_rows(capsys.readouterr().out)] == ["t1", "t2"]
