@@ -169,3 +169,10 @@ def test_the_command_writes_a_table_with_the_same_rules(labelled, tmp_path, caps
     assert "labels written to" in capsys.readouterr().out
     call_command("export_dataset", labelled.slug, "--out", "-", "--format", "jsonl", "--kind", "gold")
     assert [r["trace_id"] for r in jsonl_rows(capsys.readouterr().out)] == ["t1", "t2"]
+
+
+def test_the_export_page_offers_the_label_tables(client, labelled, owner):
+    client.force_login(owner)
+    html = client.get(reverse("project-export", args=[labelled.slug])).content.decode()
+    assert 'id="label-tables"' in html and f'action="{url(labelled)}"' in html
+    assert 'name="kind"' in html and 'value="jsonl"' in html

@@ -206,3 +206,12 @@ def test_a_swe_agent_search_and_replace_edit_shows_as_a_diff():
     html = blocks_html(call_text_blocks(action))
     assert _text_of(html, "del") == ["-def division(a: float, b: float) -> float"]
     assert _text_of(html, "add") == ["+def division(a: float, b: float) -> float:"]
+
+
+def test_json_nested_deeper_than_anyone_reads_is_cut_not_recursed():
+    value: object = "bottom"
+    for _ in range(900):
+        value = {"a": [value]}
+    block = argument_blocks(value)[0]
+    assert isinstance(block, JsonBlock) and "bottom" not in "\n".join(block.lines)
+    assert block.cut == "values nested more than 40 levels deep shown as …"

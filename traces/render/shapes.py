@@ -24,6 +24,7 @@ MAX_LINES = 500
 MAX_CHARS = 50_000
 MAX_BLOCKS = 12
 MAX_FIELD_CHARS = 300
+MAX_DEPTH = 40  # deeper JSON is shown as "…" (a hostile value nested thousands deep must not recurse)
 PARSE_CHARS = 200_000
 SHELL_CHARS = 50_000  # shlex reads a few MB a second: a longer command line is shown as code, not parsed
 ARGV_WORDS = 50
@@ -121,34 +122,36 @@ def code_block(label: str, text: str, *, first_line: int = 1) -> Code:
 
 
 def json_block(label: str, value: Any) -> JsonBlock:
-    text, complete = bounded_json(value, MAX_CHARS)
+    text, cut = bounded_json(value, MAX_CHARS)
     lines = text.split("\n")
-    notes = []
+    notes = [cut] if cut else []
     if len(lines) > MAX_LINES:
-        notes.append(f"the first {MAX_LINES:,} of {len(lines):,} lines shown")
+        notes.insert(0, f"the first {MAX_LINES:,} of {len(lines):,} lines shown")
         lines = lines[:MAX_LINES]
-    if not complete:
-        notes.append(f"only the first {MAX_CHARS:,} characters of it shown")
     return JsonBlock(label, lines, len(text), "; ".join(notes))
 
 
-def bounded_json(value: Any, budget: int) -> tuple[str, bool]:
-    """`value` as indented JSON, at most about `budget` characters: (text, whether it is all there).
-    Walks the value and stops when the budget is spent, so a huge value costs no more than a small one."""
+def bounded_json(value: Any, budget: int) -> tuple[str, str]:
+    """`value` as indented JSON, at most about `budget` characters: (text, what was cut, in words or "").
+    Walks the value and stops when the budget is spent, so a huge value costs no more than a small one;
+    values nested deeper than MAX_DEPTH are shown as "…" rather than recursed into."""
     out: list[str] = []
     spent = 0
-    complete = True
+    cut: set[str] = set()
 
     def emit(piece: str) -> bool:
-        nonlocal spent, complete
+        nonlocal spent
         if spent >= budget:
-            complete = False
+            cut.add(f"only the first {budget:,} characters shown")
             return False
         out.append(piece)
         spent += len(piece)
         return True
 
     def walk(node: Any, indent: str) -> bool:
+        if len(indent) > 2 * MAX_DEPTH and isinstance(node, dict | list | tuple) and node:
+            cut.add(f"values nested more than {MAX_DEPTH} levels deep shown as …")
+            return emit('"…"')
         if isinstance(node, dict):
             if not node:
                 return emit("{}")
@@ -173,9 +176,9 @@ def bounded_json(value: Any, budget: int) -> tuple[str, bool]:
         return emit(_scalar(node, budget - spent))
 
     walk(value, "")
-    if not complete:
+    if any(reason.startswith("only the first") for reason in cut):
         out.append(" …")
-    return "".join(out), complete
+    return "".join(out), "; ".join(sorted(cut))
 
 
 def _scalar(value: Any, room: int) -> str:
