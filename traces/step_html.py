@@ -8,8 +8,10 @@ out, a step costs a few dozen microseconds. The templates keep the page around t
 
 Safety: trace text is hostile. Every value from a step goes through `_e` (html.escape, quotes included)
 or `highlight` (which escapes before adding its own <mark> tags) before it meets markup; the only unescaped
-text is this module's own literals. `tests/annotate/test_step_html.py` renders a step whose every field is
-markup and checks that none of it comes out live.
+text is this module's own literals. Tool arguments, and bodies with a shape (a SWE-agent edit command, a
+script, an output holding a patch), are written by traces.render (diffs, numbered code, folded JSON) under the
+same rule and with bounded work per step. `tests/annotate/test_step_html.py` and `tests/render/` render steps
+whose every field is markup and check that none of it comes out live.
 """
 
 from __future__ import annotations
