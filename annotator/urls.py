@@ -82,6 +82,7 @@ imports_urls = [
 exports_urls = [
     path("p/<slug:slug>/export/", exports.export_page, name="project-export"),
     path("p/<slug:slug>/export/<int:export_id>/", exports.export_job, name="project-export-job"),
+    path("p/<slug:slug>/export/labels/", exports.export_labels, name="project-export-labels"),
     path(
         "p/<slug:slug>/export/<int:export_id>/download/",
         exports.export_download,

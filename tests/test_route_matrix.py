@@ -81,6 +81,7 @@ project-import-job            GET   login 404   403   403   403   403   200   20
 project-export                GET   login 404   403   403   403   403   200   403   404   404
 project-export-job            GET   login 404   403   403   403   403   200   403   404   404
 project-export-download       GET   login 404   403   403   403   403   404   403   404   404
+project-export-labels         GET   login 404   403   403   403   403   200   403   404   404
 project-signatures            GET   login 404   403   403   200   200   200   403   404   404
 project-signatures-csv        GET   login 404   403   403   200   200   200   403   404   404
 start-next                    POST  login 404   302   302   403   403   403   302   404   404
@@ -141,6 +142,7 @@ api-import-start              POST  401   404   403   403   403   403   400   40
 api-import-status             GET   401   404   403   403   403   403   200   200   404   404
 api-export-start              POST  401   404   403   403   403   403   202   403   404   404
 api-export-status             GET   401   404   403   403   403   403   200   403   404   404
+api-export-labels             GET   401   404   403   403   403   403   200   403   404   404
 api-signatures                GET   401   404   403   403   200   200   200   403   404   404
 api-project-traces            GET   401   404   200   200   200   200   200   200   404   404
 api-views                     GET   401   404   200   200   200   200   200   200   404   404

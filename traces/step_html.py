@@ -8,36 +8,23 @@ out, a step costs a few dozen microseconds. The templates keep the page around t
 
 Safety: trace text is hostile. Every value from a step goes through `_e` (html.escape, quotes included)
 or `highlight` (which escapes before adding its own <mark> tags) before it meets markup; the only unescaped
-text is this module's own literals. `tests/annotate/test_step_html.py` renders a step whose every field is
-markup and checks that none of it comes out live.
+text is this module's own literals. Tool arguments, and bodies with a shape (a SWE-agent edit command, a
+script, an output holding a patch), are written by traces.render (diffs, numbered code, folded JSON) under the
+same rule and with bounded work per step. `tests/annotate/test_step_html.py` and `tests/render/` render steps
+whose every field is markup and check that none of it comes out live.
 """
 
 from __future__ import annotations
 
-import re
 from html import escape as _e
 from urllib.parse import quote
 
 from django.utils.safestring import SafeString, mark_safe
 
+from traces.render import argument_blocks, blocks_html, call_text_blocks, highlight, output_blocks
 from traces.viewer import StepView
 
 __all__ = ["highlight", "step_article", "step_articles", "step_links"]
-
-
-def highlight(text: str, query: str) -> str:
-    """`text` escaped, with case-insensitive matches of `query` wrapped in <mark>."""
-    text = str(text)
-    if not query:
-        return _e(text)
-    out: list[str] = []
-    last = 0
-    for match in re.finditer(re.escape(query), text, re.I):
-        out.append(_e(text[last : match.start()]))
-        out.append(f'<mark class="hit">{_e(match.group(0))}</mark>')
-        last = match.end()
-    out.append(_e(text[last:]))
-    return "".join(out)
 
 
 def step_links(steps: list[StepView]) -> SafeString:
@@ -110,12 +97,15 @@ def _article(step: StepView, q: str, page_url: str, step_url: str, *, full: bool
     parts.append('</span> <span class="pinned-mark" aria-hidden="true"></span>')
     parts.extend(f'<span class="pill mark">{_e(mark)}</span>' for mark in step.marks)
     parts.append("</header>")
-    if step.tool_args:
+    if step.tool_args not in (None, "", {}, []):
         parts.append(
             '<div class="tool-args"><span class="label">Arguments</span>'
-            f'<pre class="mono">{highlight(step.tool_args, q)}</pre></div>'
+            f"{blocks_html(argument_blocks(step.tool_args), q, open_all=full)}</div>"
         )
-    if step.long:
+    shaped = _shaped_body(step)
+    if shaped:
+        parts.append(f'<div class="body shaped">{blocks_html(shaped, q, open_all=full)}</div>')
+    elif step.long:
         kind = "mono" if step.mono else "prose"
         opened = " open" if step.hit or full else ""
         parts.append(
@@ -134,6 +124,18 @@ def _article(step: StepView, q: str, page_url: str, step_url: str, *, full: bool
         )
     parts.append("</article>")
     return "".join(parts)
+
+
+def _shaped_body(step: StepView) -> list:
+    """A body with a shape: a command line that edits or scripts (SWE-agent keeps its action as the call's
+    text; a call with arguments has prose here, its thought), or an output holding a patch."""
+    if step.is_json:
+        return []
+    if step.kind == "tool_call" and step.tool_args in (None, "", {}, []):
+        return call_text_blocks(step.body)
+    if step.kind in ("tool_result", "observation", "error"):
+        return output_blocks(step.body)
+    return []
 
 
 def _body(step: StepView, q: str) -> str:

@@ -113,7 +113,7 @@ class StepView:
     kind: str
     kind_label: str
     tool_name: str
-    tool_args: str  # pretty JSON, escaped by the template like everything else
+    tool_args: Any  # the JSON value as stored; traces.render shows it by shape, escaped and bounded
     timestamp: str
     tokens: int | None
     duration_ms: int | None
@@ -403,7 +403,7 @@ def _view(row: Step, text: str, length: int, *, hit: bool) -> StepView:
         kind=kind,
         kind_label=StepKind(kind).label if kind in StepKind.values else kind,
         tool_name=row.tool_name,
-        tool_args=_pretty_value(row.tool_args),
+        tool_args=row.tool_args,
         timestamp=row.timestamp,
         tokens=row.tokens,
         duration_ms=row.duration_ms,
@@ -430,14 +430,6 @@ def _pretty_json(text: str) -> str | None:
         return json.dumps(json.loads(stripped), indent=2, ensure_ascii=False)
     except ValueError:
         return None
-
-
-def _pretty_value(value: Any) -> str:
-    if value is None or value == "" or value == {}:
-        return ""
-    if isinstance(value, str):
-        return _pretty_json(value) or value
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
 def _segments(text: str) -> list[Segment]:

@@ -6,12 +6,15 @@ stored on the export or logged (see annotator.services.exports.jobs).
 
 from __future__ import annotations
 
+from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.response import Response
 
 from annotator.access import MANAGE_ROLES, access_project
@@ -24,6 +27,16 @@ from annotator.services.exports import (
     do_queue_export,
     export_status,
     exports_for,
+)
+from annotator.services.exports.tables import (
+    CONTENT_TYPES,
+    FORMATS,
+    KINDS,
+    TableError,
+    check_table,
+    encode,
+    filename,
+    label_table,
 )
 
 
@@ -113,6 +126,64 @@ def start_export(request, slug: str):
 def export_detail(request, slug: str, export_id: int):
     project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
     return Response(_payload(request, project, get_object_or_404(exports_for(project), pk=export_id)))
+
+
+class _TableNegotiation(BaseContentNegotiation):
+    """`?format=` names the table's file format here, not one of DRF's renderers (its URL_FORMAT_OVERRIDE
+    would answer 404 to `format=csv`); errors are JSON like everywhere else in the API."""
+
+    def select_parser(self, request, parsers):
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+def _label_table_view(request, slug: str):
+    project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
+    kind, fmt = request.query_params.get("kind", "annotations"), request.query_params.get("format", "csv")
+    values = {
+        flag: request.query_params.get(flag, "") for flag in ("gold_only", "include_text", "real_names")
+    }
+    values |= {
+        "batches": request.query_params.getlist("batches"),
+        "view": request.query_params.get("view", ""),
+    }
+    try:
+        check_table(kind, fmt)
+        options = clean_options(project, values)
+    except TableError as error:
+        return error_response(str(error), status=status.HTTP_400_BAD_REQUEST)
+    except ExportOptionsError as error:
+        return error_response(str(error), status=status.HTTP_400_BAD_REQUEST, errors=error.messages)
+    response = StreamingHttpResponse(
+        encode(label_table(project, options, kind), fmt), content_type=CONTENT_TYPES[fmt]
+    )
+    response["Content-Disposition"] = f'attachment; filename="{filename(project, kind, fmt)}"'
+    return response
+
+
+_label_table_view.content_negotiation_class = _TableNegotiation
+export_labels = extend_schema(
+    summary="The project's labels as CSV or JSON Lines: per annotation, per label with its evidence, or gold "
+    "(owners not blind on any trace; annotators pseudonymised unless real_names)",
+    parameters=[
+        OpenApiParameter("kind", OpenApiTypes.STR, enum=list(KINDS), description="Default: annotations"),
+        OpenApiParameter("format", OpenApiTypes.STR, enum=list(FORMATS), description="Default: csv"),
+        OpenApiParameter("batches", OpenApiTypes.STR, many=True, description="Only these batches (repeat)"),
+        OpenApiParameter("view", OpenApiTypes.STR, description="A saved view's id or name: only its traces"),
+        OpenApiParameter("gold_only", OpenApiTypes.BOOL, description="Only traces with settled gold labels"),
+        OpenApiParameter("include_text", OpenApiTypes.BOOL, description="Quoted evidence (default true)"),
+        OpenApiParameter("real_names", OpenApiTypes.BOOL, description="Usernames instead of annotator-N"),
+    ],
+    responses={
+        (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="CSV, formula-safe cells"),
+        (200, "application/x-ndjson"): OpenApiResponse(
+            OpenApiTypes.STR, description="One JSON object a line"
+        ),
+        400: OpenApiResponse(ErrorSerializer, description="An unknown kind, format, batch or view"),
+    },
+)(api_view(["GET"])(_label_table_view))
 
 
 def _payload(request, project, export) -> dict:

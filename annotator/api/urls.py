@@ -62,6 +62,7 @@ imports_urls = [
 ]
 exports_urls = [
     path("projects/<slug:slug>/exports/", exports.start_export, name="api-export-start"),
+    path("projects/<slug:slug>/exports/labels/", exports.export_labels, name="api-export-labels"),
     path("projects/<slug:slug>/exports/<int:export_id>/", exports.export_detail, name="api-export-status"),
 ]
 traces_urls = [

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from django.conf import settings
-from django.http import FileResponse, Http404
+from django.http import FileResponse, Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
 
@@ -23,6 +23,14 @@ from annotator.services.exports import (
     do_queue_export,
     export_status,
     exports_for,
+)
+from annotator.services.exports.tables import (
+    CONTENT_TYPES,
+    TableError,
+    check_table,
+    encode,
+    filename,
+    label_table,
 )
 from traces.models import Batch
 
@@ -80,6 +88,27 @@ def export_download(request, slug: str, export_id: int):
     return FileResponse(
         path.open("rb"), as_attachment=True, filename=f"{project.slug}-export-{export.pk}.zip"
     )
+
+
+def export_labels(request, slug: str):
+    """A label table (annotations, labels with evidence, or gold) as CSV or JSON Lines, streamed. The same
+    door, traces and pseudonyms as the dataset; a bad choice comes back on the export page, said in words."""
+    project = access_project(request.user, slug, roles=MANAGE_ROLES, shows_labels=True)
+    kind, fmt = request.GET.get("kind", "annotations"), request.GET.get("format", "csv")
+    values = {flag: request.GET.get(flag, "") for flag in ("gold_only", "include_text", "real_names")}
+    values |= {"batches": request.GET.getlist("batches"), "view": request.GET.get("view", "")}
+    try:
+        check_table(kind, fmt)
+        options = clean_options(project, values)
+    except TableError as problem:
+        return _page(request, project, None, [str(problem)])
+    except ExportOptionsError as problem:
+        return _page(request, project, None, problem.messages)
+    response = StreamingHttpResponse(
+        encode(label_table(project, options, kind), fmt), content_type=CONTENT_TYPES[fmt]
+    )
+    response["Content-Disposition"] = f'attachment; filename="{filename(project, kind, fmt)}"'
+    return response
 
 
 def _page(request, project, export, errors: list[str]):

@@ -23,6 +23,10 @@ OUR_TAGS = {
     "details",
     "summary",
     "mark",
+    "dl",
+    "dt",
+    "dd",
+    "p",
 }
 OUR_ATTRIBUTES = {
     "id",
@@ -38,6 +42,7 @@ OUR_ATTRIBUTES = {
     "hx-target",
     "hx-swap",
     "open",
+    "data-n",
 }
 
 

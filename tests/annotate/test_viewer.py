@@ -140,7 +140,7 @@ def test_it_pretty_prints_json_and_collapses_long_output(project):
         content="x" * (BODY_LIMIT + 500), parent_index=1, depth=2
     )
     steps = step_page(trace, StepFilter()).steps
-    assert steps[0].tool_args == '{\n  "q": "flights",\n  "limit": 3\n}'
+    assert steps[0].tool_args == {"q": "flights", "limit": 3}  # shown by shape: tests/render
     assert steps[0].is_json and steps[0].body.startswith('{\n  "ok": true')
     assert steps[1].long and steps[1].mono and not steps[1].truncated
     assert steps[2].truncated and steps[2].length == BODY_LIMIT + 500 and len(steps[2].body) == BODY_LIMIT

@@ -248,6 +248,9 @@ def test_every_operation_answers_its_documented_shapes(
     expect(o, "post", f"{api}/exports/", 400, {"real_names": {}})
     expect(o, "post", f"{api}/exports/", 400, {"license": "wtfpl"})
     expect(a, "post", f"{api}/exports/", 403, {})
+    expect(o, "get", f"{api}/exports/labels/?kind=labels&format=jsonl", 200)
+    expect(o, "get", f"{api}/exports/labels/?kind=votes", 400)
+    expect(a, "get", f"{api}/exports/labels/", 403)
 
     # Project administration: create (staff), settings, batches, members, archive (owners and staff).
     staff = _as(UserFactory(username="stacy-staff", is_staff=True))

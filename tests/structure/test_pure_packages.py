@@ -32,6 +32,7 @@ PURE_MODULES = [
     "annotator.search",
     "annotator.search.filters",
     "traces.importers",
+    "traces.render",
     "taxonomy.schema",
 ]
 

@@ -1,7 +1,8 @@
 """Publishing a project's labelled traces as a Hugging Face dataset (issue 6).
 
 options (what to export) -> rows (database to row dicts) -> dataset (parquet configs) + facts/card
-(README.md) -> jobs (the Celery job: zip, push with hub). Import what you need from here.
+(README.md) -> jobs (the Celery job: zip, push with hub). Import what you need from here. Beside the
+dataset, tables writes the same rows as CSV or JSON Lines label tables (streamed, no job).
 """
 
 from annotator.services.exports.hub import HubError, PushResult, push_folder

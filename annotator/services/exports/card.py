@@ -122,7 +122,8 @@ def _structure(f: CardFacts) -> str:
         "- `annotations`: `trace_uid`, `trace_id`, `annotator`, `annotator_kind` (human/llm), `labels` (mode "
         "codes), `primary_label`, `evidence_steps`, `no_failure`, `ambiguous`, `confidence` (1-5), `note`, "
         "`submitted_at`, `label_details` (per label: mode, primary, steps, quotes, note) and one 0/1 column "
-        "per mode (see the taxonomy below for the column names).",
+        "per mode (empty where an imported annotation has no value for the mode: a missing vote, not a 0; "
+        "see the taxonomy below for the column names).",
         "- `gold`: `trace_uid`, `trace_id`, `status` (agreed/resolved), `labels`, `primary_label`, "
         "`evidence_steps`, `disputed` (modes the annotators disagreed on), `adjudicator`, `resolved_at`, "
         "`note`, `label_details` (per label: source = agreed/accept_a/accept_b/adjudicator, reason, "

@@ -193,6 +193,7 @@ def annotation_rows(
         "confidence",
         "note",
         "submitted_at",
+        "provenance",
     )
     annotations = _annotations(project, traces).order_by(
         "assignment__trace_id", "assignment__annotator_id", "id"
@@ -226,7 +227,7 @@ def annotation_rows(
                 "confidence": a["confidence"],
                 "note": a["note"],
                 "submitted_at": a["submitted_at"].isoformat() if a["submitted_at"] else None,
-                **_label_columns(details, modes),
+                **_label_columns(details, modes, missing_modes(a["provenance"])),
             }
 
 
@@ -306,7 +307,15 @@ def _gold_items(project: Project, traces: QuerySet[Trace]) -> QuerySet[Adjudicat
     )
 
 
-def _label_columns(details: list[dict[str, Any]], modes: Sequence[ModeColumn]) -> dict[str, Any]:
+def missing_modes(provenance: Any) -> frozenset[str]:
+    """Modes an (imported) annotation has no value for: their columns stay empty, never 0 ("not chosen")."""
+    missing = provenance.get("missing_modes") if isinstance(provenance, dict) else None
+    return frozenset(c for c in missing if isinstance(c, str)) if isinstance(missing, list) else frozenset()
+
+
+def _label_columns(
+    details: list[dict[str, Any]], modes: Sequence[ModeColumn], missing: frozenset[str] = frozenset()
+) -> dict[str, Any]:
     chosen = {d["mode"] for d in details}
     primary = next((d["mode"] for d in details if d["primary"]), None)
     return {
@@ -314,7 +323,10 @@ def _label_columns(details: list[dict[str, Any]], modes: Sequence[ModeColumn]) -
         "primary_label": primary,
         "evidence_steps": sorted({s for d in details for s in d["steps"]}),
         "label_details": details,
-        **{m.column: int(m.code in chosen) for m in modes},
+        **{
+            m.column: None if m.code in missing and m.code not in chosen else int(m.code in chosen)
+            for m in modes
+        },
     }
 
 
