@@ -136,7 +136,9 @@ class _Steps:
             self.shown[key] = max(self.shown[key], count)
         return fresh
 
-    def add_chat(self, messages: list[Message], parent: int | None, span: StepRecord | None) -> int | None:
+    def add_chat(
+        self, messages: list[Message], parent: int | None, span: StepRecord | None = None, agent: str = ""
+    ) -> int | None:
         """Chat messages as steps under `parent`; with `span`, the first is the span's step (its figures).
         Returns the index of the first step added."""
         local = chat_steps(messages, self.ctx, "messages")
@@ -145,6 +147,8 @@ class _Steps:
             if step.parent is None and step.kind in ("tool_result", "error") and step.tool_call_id:
                 where = self.calls.get(step.tool_call_id)
                 step.parent = where if where is not None else parent
+                if where is not None and not step.tool_name:
+                    step.tool_name = self.steps[where].tool_name
             elif step.parent is not None:
                 step.parent = len(self.steps) - j + step.parent
             else:
@@ -152,7 +156,7 @@ class _Steps:
             if span is not None:
                 step.timestamp = step.timestamp or span.timestamp
                 if step.role == "assistant":
-                    step.agent = span.agent or step.agent
+                    step.agent = agent or step.agent
                 if j == 0:
                     step.tokens, step.duration_ms = span.tokens, span.duration_ms
             index = self.add(step, step.parent)
@@ -206,7 +210,8 @@ def trace_record(trace_id: str, spans: list[dict], logs: list[dict], n: int) -> 
             builder.add_chat(builder.new(inputs), parent, None)
             # No answer (not captured, or the call failed) or none not shown yet: the span still has a step.
             answer = builder.new(outputs) or [{"role": "assistant", "content": ""}]
-            here = builder.add_chat(answer, parent, own)
+            agent = text_of(_first(span["_attrs"], "gen_ai.agent.name", "agent.name"))
+            here = builder.add_chat(answer, parent, own, agent)
             if own.kind == "error" and here is not None:
                 failed = builder.steps[here]
                 failed.kind, failed.content = "error", failed.content or own.content
