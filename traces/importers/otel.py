@@ -25,6 +25,7 @@ spans waiting by IMPORT_MAX_ARCHIVE_MB.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
@@ -173,6 +174,7 @@ class Assembler:
         self.source = ""  # the file being read
         self.files: dict[str, list[str]] = {}  # trace id -> the files it came from
         self.name_files = False
+        self.digests: set[bytes] = set()  # of every span and log record held
 
     def add_doc(self, doc: Any, ctx: Ctx) -> None:
         doc = ctx.obj(doc)
@@ -197,7 +199,8 @@ class Assembler:
         s = ctx.obj(raw, where)
         trace_id = ctx.get(s, "traceId", str, f"{where}.traceId", required=True)
         ctx.get(s, "spanId", str, f"{where}.spanId", required=True)
-        self._hold(trace_id, s, ctx)
+        if not self._hold(trace_id, s, ctx):
+            return
         span = {**s, "_attrs": attributes(s.get("attributes")), "_resource": resource}
         self.spans.setdefault(trace_id, []).append(span)
 
@@ -209,12 +212,20 @@ class Assembler:
                 f"{where}.traceId",
                 "a log record with no trace id cannot be joined to a span (was it emitted outside a span?)",
             )
-        self._hold(trace_id, record, ctx)
+        if not self._hold(trace_id, record, ctx):
+            return
         self.logs.setdefault(trace_id, []).append(record)
         self.first_log.setdefault(trace_id, ctx)
 
-    def _hold(self, trace_id: str, raw: dict, ctx: Ctx) -> None:
-        size = len(limits.dump_json(raw))
+    def _hold(self, trace_id: str, raw: dict, ctx: Ctx) -> bool:
+        """Count `raw` against the limits; False when the import already holds it (an exporter's retry, a
+        file imported twice: the same span is one span)."""
+        data = limits.dump_json(raw)
+        digest = hashlib.blake2b(data, digest_size=16).digest()
+        if digest in self.digests:
+            return False
+        self.digests.add(digest)
+        size = len(data)
         held = self.held[trace_id] = self.held.get(trace_id, 0) + size
         self.total += size
         if self.source:
@@ -237,6 +248,7 @@ class Assembler:
                 record=ctx.record,
                 line=ctx.line,
             )
+        return True
 
     def traces(self) -> Iterator[TraceRecord]:
         orphans = [tid for tid in self.logs if tid not in self.spans]
