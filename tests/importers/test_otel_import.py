@@ -8,8 +8,10 @@ import json
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
 
 from tests.importers.otel_shapes import TRACE, jsonl, openai_v2_run, span, traces_doc
+from tests.services import missing
 from traces.models import Batch, Trace
 
 
@@ -72,3 +74,20 @@ def test_a_logs_file_with_nothing_to_join_is_refused_naming_it(tmp_path):
         f"import holds no spans for 1 of their traces (first: trace {TRACE})"
     ) in str(raised.value), str(raised.value)
     assert not Trace.objects.exists() and not Batch.objects.exists()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_the_group_is_read_beside_a_parallel_import(tmp_path):
+    """Over a megabyte of other files goes to worker processes; the OpenTelemetry files are still read as one."""
+    if connection.vendor != "postgresql":
+        missing("PostgreSQL", "Set DATABASE_URL=postgres://postgres@127.0.0.1:5432/annotator to run on it.")
+    spans, logs = openai_v2_run()
+    pad = "".join(
+        json.dumps({"id": f"p{i}", "messages": [{"role": "user", "content": "x" * 2000}]}) + "\n"
+        for i in range(600)
+    )
+    root = folder(tmp_path, {"pad.jsonl": pad.encode(), "t.jsonl": jsonl(spans), "l.jsonl": jsonl(logs)})
+    call_command("import_traces", str(root), batch="run")
+    assert Trace.objects.count() == 601
+    assert Trace.objects.get(external_id=TRACE).steps.count() == 6
