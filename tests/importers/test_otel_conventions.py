@@ -313,3 +313,13 @@ def test_span_events_carry_messages_too():
         ("message", "user", "Hello?", "", None),
         ("message", "assistant", "Hi there.", "", None),
     ]
+
+
+def test_export_lines_longer_than_the_head_are_read_as_lines():
+    """A collector writes a whole batch on one line: 64 KB is a small one."""
+    big = [span(f"{i:016x}", "x" * 400, "0000000000000001" if i > 1 else None, i) for i in range(1, 400)]
+    late = span("f000000000000000", "late", "0000000000000001", 500)
+    data = jsonl(traces_doc(*big), traces_doc(late))
+    assert len(data.split(b"\n")[0]) > 64 * 1024
+    (rec,) = otel.parse(io.BytesIO(data), "export.jsonl")
+    assert len(rec.steps) == 400 and rec.steps[-1].agent == "late"

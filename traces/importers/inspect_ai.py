@@ -43,6 +43,7 @@ _ZIP_ERRORS = (
 # Method 93 (APPNOTE 4.4.5): what inspect-ai writes by default. zipfile reads it only from Python 3.14.
 ZIP_ZSTANDARD = 93
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
+_ZSTD_MAX_WINDOW = 1 << 27
 _SAMPLE_NAME = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
 _VALUE_SCORES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 
@@ -146,7 +147,9 @@ def _read_zstd_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, budget: limits
     fields = _LOCAL_HEADER.unpack(header)
     fp.seek(fields[-2] + fields[-1], 1)  # the name and extra field
     compressed = _Bounded(fp, info.compress_size)
-    reader = zstandard.ZstdDecompressor().stream_reader(compressed, read_across_frames=True)
+    # A frame asks for its window; at most 128 MB of it (libzstd's own default limit, said here).
+    decoder = zstandard.ZstdDecompressor(max_window_size=_ZSTD_MAX_WINDOW)
+    reader = decoder.stream_reader(compressed, read_across_frames=True)
     data = budget.read(reader, info.compress_size, "member", budget.limits.max_record_bytes)
     if zlib.crc32(data) != info.CRC:
         raise zipfile.BadZipFile(f"Bad CRC-32 for file {info.filename!r}")

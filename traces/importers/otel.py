@@ -132,8 +132,11 @@ def _read_file(group: Assembler, stream: BinaryIO, filename: str) -> None:
         for line_no, doc in iter_jsonl(stream, filename):
             group.add_doc(doc, Ctx(filename, line=line_no))
         return
+    # One document (pretty-printed or not), or documents one a line whose first line is longer than the
+    # head (a collector's batch of spans easily is): streamed span by span either way.
     resource: dict = {}
-    for path, n, value in iter_paths(stream, filename, (_RESOURCE, _SPANS, _LOG_RESOURCE, _LOGS)):
+    paths = (_RESOURCE, _SPANS, _LOG_RESOURCE, _LOGS)
+    for path, n, value in iter_paths(stream, filename, paths, multiple_values=True):
         if path in (_RESOURCE, _LOG_RESOURCE):
             resource = attributes(value.get("attributes") if isinstance(value, dict) else None)
         elif path == _SPANS:
