@@ -3,6 +3,7 @@ roles, message text, tool name, arguments and result, model and tokens come thro
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 from pathlib import Path
@@ -323,3 +324,17 @@ def test_export_lines_longer_than_the_head_are_read_as_lines():
     assert len(data.split(b"\n")[0]) > 64 * 1024
     (rec,) = otel.parse(io.BytesIO(data), "export.jsonl")
     assert len(rec.steps) == 400 and rec.steps[-1].agent == "late"
+
+
+def test_ids_in_base64_or_upper_case_join_like_hex():
+    """protobuf's MessageToDict writes ids in base64; OTLP/JSON's hex is case-insensitive."""
+    spans, logs = openai_v2_run()
+    for s in spans["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        for key in ("traceId", "spanId", "parentSpanId"):
+            if key in s:
+                s[key] = base64.b64encode(bytes.fromhex(s[key])).decode()
+    for r in logs["resourceLogs"][0]["scopeLogs"][0]["logRecords"]:
+        r["traceId"] = r["traceId"].upper()
+    (rec,) = otel.assemble([spans], [logs])
+    assert rec.external_id == TRACE
+    check_openai_v2(rec)

@@ -25,7 +25,9 @@ spans waiting by IMPORT_MAX_ARCHIVE_MB.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
@@ -74,11 +76,11 @@ def assemble(span_docs: Iterable[dict], log_docs: Iterable[dict] = ()) -> Iterat
     {"attributes": [...]}, "scopeSpans": [{"scope": {...}, "spans": [...]}]}]}``) and `log_docs` OTLP/JSON
     ``ExportLogsServiceRequest`` dicts (``{"resourceLogs": [{"resource": ..., "scopeLogs": [{"logRecords":
     [...]}]}]}``), as the OTLP/JSON encoding has them: camelCase keys (``traceId``, ``parentSpanId``,
-    ``startTimeUnixNano``, ``eventName``), ids as hex strings, 64-bit integers as strings or numbers, values
-    as ``AnyValue`` objects (``{"stringValue": ...}``, ``{"kvlistValue": {"values": [...]}}``). A protobuf
-    request converted with ``google.protobuf.json_format.MessageToDict`` has this shape once its ids are turned
-    from base64 into hex (``bytes.hex()``); a document may also hold both ``resourceSpans`` and
-    ``resourceLogs``.
+    ``startTimeUnixNano``, ``eventName``), ids as hex strings (any case), 64-bit integers as strings or numbers,
+    values as ``AnyValue`` objects (``{"stringValue": ...}``, ``{"kvlistValue": {"values": [...]}}``). A protobuf
+    request converted with ``google.protobuf.json_format.MessageToDict`` has this shape as it is: its base64
+    ids are recognised by their length and turned into hex (the record's ``external_id`` and ``raw`` hold
+    lowercase hex). A document may also hold both ``resourceSpans`` and ``resourceLogs``.
 
     The spans of one trace may be spread over any number of documents in any order: all documents are read
     before the first trace is yielded, and the traces come in the order their trace ids first appeared. Each
@@ -93,6 +95,10 @@ def assemble(span_docs: Iterable[dict], log_docs: Iterable[dict] = ()) -> Iterat
     document is not an object; when log records belong to traces with no span here (nothing to join them
     to: they are not dropped silently); and when the spans held exceed the limits (see the module doc).
     Nothing is yielded before every document has been read, so an error means no trace was yielded.
+
+    The same span or log record given twice (an exporter's retry) counts once. Pure: no Django, no I/O. The
+    records are not yet measured against the row limit: pass them through ``traces.importers.check_size``
+    (or ``guarded``) and ``traces.rows.prepare`` before storing them, as the file import does.
     """
     group = Assembler()
     n = 0
@@ -164,6 +170,28 @@ def _read_console(group: Assembler, stream: BinaryIO, filename: str) -> None:
         raise _json_error(exc, filename, n + 1) from None
 
 
+_ID_BYTES = {"traceId": 16, "spanId": 8, "parentSpanId": 8}
+_BASE64_ID = re.compile(r"^(?:[A-Za-z0-9+/]{11}=|[A-Za-z0-9+/]{22}==)$")
+
+
+def _with_hex_ids(item: dict) -> dict:
+    """Ids as lowercase hex, the form OTLP/JSON gives (case-insensitively): also from base64, the form
+    protobuf's own JSON (``MessageToDict``) gives, so spans and their log records join whichever wrote them."""
+    changed = {}
+    for key, size in _ID_BYTES.items():
+        value = item.get(key)
+        if not isinstance(value, str) or not value:
+            continue
+        if len(value) == 4 * ((size + 2) // 3) and _BASE64_ID.match(value):
+            raw = base64.b64decode(value)
+            if len(raw) == size:
+                changed[key] = raw.hex()
+                continue
+        if not value.islower() and not value.isdigit():
+            changed[key] = value.lower()
+    return {**item, **changed} if changed else item
+
+
 class Assembler:
     """Spans and log records of one import, held by trace id until every one has been read."""
 
@@ -202,13 +230,15 @@ class Assembler:
         s = ctx.obj(raw, where)
         trace_id = ctx.get(s, "traceId", str, f"{where}.traceId", required=True)
         ctx.get(s, "spanId", str, f"{where}.spanId", required=True)
+        s = _with_hex_ids(s)
+        trace_id = s["traceId"]
         if not self._hold(trace_id, s, ctx):
             return
         span = {**s, "_attrs": attributes(s.get("attributes")), "_resource": resource}
         self.spans.setdefault(trace_id, []).append(span)
 
     def add_log(self, raw: Any, resource: dict, ctx: Ctx, where: str) -> None:
-        record = ctx.obj(raw, where)
+        record = _with_hex_ids(ctx.obj(raw, where))
         trace_id = record.get("traceId")
         if not isinstance(trace_id, str) or not trace_id.strip("0"):
             raise ctx.error(
