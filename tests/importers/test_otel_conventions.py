@@ -338,3 +338,39 @@ def test_ids_in_base64_or_upper_case_join_like_hex():
     (rec,) = otel.assemble([spans], [logs])
     assert rec.external_id == TRACE
     check_openai_v2(rec)
+
+
+def console_log(event: str, body: dict, span_id: str) -> bytes:
+    """What ``ConsoleLogExporter`` prints for one GenAI event (``LogRecord.to_json()``)."""
+    record = {
+        "body": body,
+        "severity_number": 9,
+        "severity_text": None,
+        "attributes": {"gen_ai.system": "openai", "event.name": event},
+        "dropped_attributes": 0,
+        "timestamp": "2026-12-07T10:00:02.100000Z",
+        "observed_timestamp": "2026-12-07T10:00:02.100000Z",
+        "trace_id": "0x" + TRACE,
+        "span_id": "0x" + span_id,
+        "trace_flags": 1,
+        "resource": {"attributes": {"service.name": "console-agent"}, "schema_url": ""},
+    }
+    return (json.dumps(record, indent=4) + "\n").encode()
+
+
+def test_console_log_exporter_output_joins_the_console_spans(tmp_path: Path):
+    logs = console_log(
+        "gen_ai.user.message", {"content": "Is order 42 late?"}, "0000000000000002"
+    ) + console_log(
+        "gen_ai.choice", {"index": 0, "message": {"content": "Let me check."}}, "0000000000000002"
+    )
+    path = tmp_path / "logs.txt"
+    path.write_bytes(logs)
+    assert detect_format(path) == "otel"
+    files = [(io.BytesIO(logs), "logs.txt"), (io.BytesIO(console_spans()), "spans.txt")]
+    (rec,) = otel.parse_files(files)
+    assert shape(rec)[1:3] == [
+        ("message", "user", "Is order 42 late?", "", 0),
+        ("message", "assistant", "Let me check.", "", 0),
+    ]
+    assert rec.steps[2].tokens == 39 and rec.metadata["files"] == ["logs.txt", "spans.txt"]
