@@ -15,11 +15,14 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def looks_like_console(head: bytes) -> bool:
-    """A console span (``context`` with ``trace_id`` and ``span_id``, ``parent_id``) or log record (``body``,
-    ``trace_id``, ``severity_number``)."""
+    """A console span (``context`` with ``trace_id`` and ``span_id``, ``parent_id``, ``start_time``,
+    ``end_time``) or log record (``body``, ``trace_id``, ``span_id``, ``severity_number``,
+    ``observed_timestamp``)."""
     if not has_key(head, "trace_id", "span_id"):
         return False
-    return has_key(head, "context", "parent_id") or has_key(head, "body", "severity_number")
+    return has_key(head, "context", "parent_id", "start_time", "end_time") or has_key(
+        head, "body", "severity_number", "observed_timestamp"
+    )
 
 
 def _hex(value: Any) -> str:
