@@ -189,6 +189,7 @@ def check_openai_v2(rec) -> None:
     assert rec.steps[3].tool_args == {"city": "Paris"} and rec.steps[3].tool_call_id == "call_1"
     assert rec.steps[3].tokens == 70 and rec.steps[5].tokens == 102
     assert rec.metadata["log_records"] == 8
+    assert rec.steps[1].timestamp == rec.steps[3].timestamp  # the question is dated by the call that sent it
     assert sum(len(s.get("logRecords", [])) for s in rec.raw) == 8
 
 
@@ -374,3 +375,30 @@ def test_console_log_exporter_output_joins_the_console_spans(tmp_path: Path):
         ("message", "assistant", "Let me check.", "", 0),
     ]
     assert rec.steps[2].tokens == 39 and rec.metadata["files"] == ["logs.txt", "spans.txt"]
+
+
+def test_events_without_captured_content_leave_no_empty_messages():
+    """Content capture off (the instrumentation's default): the events come with no content, tool calls stay."""
+    spans, _ = openai_v2_run()
+    empty = logs_doc(
+        log("gen_ai.system.message", {}, "c000000000000001"),
+        log("gen_ai.user.message", {}, "c000000000000001"),
+        log(
+            "gen_ai.choice",
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather"}}]
+                },
+            },
+            "c000000000000001",
+        ),
+    )
+    (rec,) = otel.assemble([spans], [empty])
+    assert [(s.kind, s.role, s.tool_name) for s in rec.steps] == [
+        ("observation", "", ""),
+        ("tool_call", "assistant", "get_weather"),
+        ("message", "assistant", ""),  # the second call: no events, no content
+    ]
+    assert rec.steps[1].tokens == 70

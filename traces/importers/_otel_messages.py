@@ -57,6 +57,8 @@ def span_messages(attrs: dict, events: list[dict], logs: list[dict]) -> tuple[li
         outputs = outputs or found_out
         if inputs and outputs:
             break
+    # Without content capture the events still come, empty: an empty question is no step.
+    inputs = [m for m in inputs if m["role"] == "tool" or m.get("tool_calls") or text_of(m.get("content"))]
     return inputs, outputs
 
 

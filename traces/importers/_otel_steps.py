@@ -137,7 +137,12 @@ class _Steps:
         return fresh
 
     def add_chat(
-        self, messages: list[Message], parent: int | None, span: StepRecord | None = None, agent: str = ""
+        self,
+        messages: list[Message],
+        parent: int | None,
+        span: StepRecord | None = None,
+        agent: str = "",
+        when: str | None = None,
     ) -> int | None:
         """Chat messages as steps under `parent`; with `span`, the first is the span's step (its figures).
         Returns the index of the first step added."""
@@ -153,8 +158,8 @@ class _Steps:
                 step.parent = len(self.steps) - j + step.parent
             else:
                 step.parent = parent
+            step.timestamp = step.timestamp or (span.timestamp if span is not None else when)
             if span is not None:
-                step.timestamp = step.timestamp or span.timestamp
                 if step.role == "assistant":
                     step.agent = agent or step.agent
                 if j == 0:
@@ -207,7 +212,7 @@ def trace_record(trace_id: str, spans: list[dict], logs: list[dict], n: int) -> 
         own = span_step(span)
         inputs, outputs = span_messages(span["_attrs"], _events(span), _logs(joined.get(span["spanId"], [])))
         if (inputs or outputs) and own.kind != "tool_call":
-            builder.add_chat(builder.new(inputs), parent, None)
+            builder.add_chat(builder.new(inputs), parent, None, when=own.timestamp)
             # No answer (not captured, or the call failed) or none not shown yet: the span still has a step.
             answer = builder.new(outputs) or [{"role": "assistant", "content": ""}]
             agent = text_of(_first(span["_attrs"], "gen_ai.agent.name", "agent.name"))
