@@ -402,3 +402,9 @@ def test_events_without_captured_content_leave_no_empty_messages():
         ("message", "assistant", ""),  # the second call: no events, no content
     ]
     assert rec.steps[1].tokens == 70
+
+
+def test_console_output_cut_short_names_the_object():
+    data = console_spans()
+    with pytest.raises(TraceFormatError, match=r"^run\.log, record 3: malformed JSON: truncated"):
+        list(otel.parse(io.BytesIO(data[: len(data) - 200]), "run.log"))
