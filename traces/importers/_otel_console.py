@@ -6,10 +6,14 @@ shape, so they go through the same mapping as the collector's files."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, BinaryIO
 
-from ._json import has_key
+import ijson
+
+from . import limits
+from ._json import NanFilter, _json_error, has_key, not_utf8
 from ._util import Ctx
+from .records import TraceFormatError
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -92,3 +96,23 @@ def console_log(obj: dict, ctx: Ctx) -> tuple[dict, dict]:
         "attributes": attrs,
     }
     return record, _resource(obj)
+
+
+def read_console(group: Any, stream: BinaryIO, filename: str) -> None:
+    """Concatenated JSON objects (pretty-printed, usually one after another on new lines), each span or log
+    record handed to `group` (an ``otel.Assembler``)."""
+    n = 0
+    try:
+        for n, obj in enumerate(ijson.items(NanFilter(stream), "", multiple_values=True, use_float=True), 1):
+            ctx = Ctx(filename, record=n)
+            obj = ctx.obj(obj)
+            if "context" in obj:
+                span, resource = console_span(obj, ctx)
+                group.add_span(span, resource, ctx, "span")
+            else:
+                log, resource = console_log(obj, ctx)
+                group.add_log(log, resource, ctx, "log record")
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(not_utf8(exc), file=filename, record=n + 1) from None
+    except (ijson.JSONError, limits.LimitExceeded) as exc:
+        raise _json_error(exc, filename, n + 1) from None

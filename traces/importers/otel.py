@@ -31,21 +31,16 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
-import ijson
-
 from . import limits
 from ._json import (
-    NanFilter,
-    _json_error,
     first_char,
     first_line,
     has_key,
     iter_jsonl,
     iter_paths,
-    not_utf8,
     peek,
 )
-from ._otel_console import console_log, console_span, looks_like_console
+from ._otel_console import looks_like_console, read_console
 from ._otel_messages import attributes
 from ._otel_steps import trace_record
 from ._util import Ctx
@@ -131,7 +126,7 @@ def parse_files(files: Iterable[tuple[BinaryIO, str]]) -> Iterator[TraceRecord]:
 def _read_file(group: Assembler, stream: BinaryIO, filename: str) -> None:
     head, stream = peek(stream)
     if not (has_key(head, "resourceSpans") or has_key(head, "resourceLogs")) and looks_like_console(head):
-        _read_console(group, stream, filename)
+        read_console(group, stream, filename)
         return
     obj = first_line(head)
     if isinstance(obj, dict) and b"\n" in head.strip():
@@ -149,25 +144,6 @@ def _read_file(group: Assembler, stream: BinaryIO, filename: str) -> None:
             group.add_span(value, resource, Ctx(filename, record=n), f"spans[{n - 1}]")
         else:
             group.add_log(value, resource, Ctx(filename, record=n), f"logRecords[{n - 1}]")
-
-
-def _read_console(group: Assembler, stream: BinaryIO, filename: str) -> None:
-    """Concatenated JSON objects (pretty-printed, usually one after another on new lines)."""
-    n = 0
-    try:
-        for n, obj in enumerate(ijson.items(NanFilter(stream), "", multiple_values=True, use_float=True), 1):
-            ctx = Ctx(filename, record=n)
-            obj = ctx.obj(obj)
-            if "context" in obj:
-                span, resource = console_span(obj, ctx)
-                group.add_span(span, resource, ctx, "span")
-            else:
-                log, resource = console_log(obj, ctx)
-                group.add_log(log, resource, ctx, "log record")
-    except UnicodeDecodeError as exc:
-        raise TraceFormatError(not_utf8(exc), file=filename, record=n + 1) from None
-    except (ijson.JSONError, limits.LimitExceeded) as exc:
-        raise _json_error(exc, filename, n + 1) from None
 
 
 _ID_BYTES = {"traceId": 16, "spanId": 8, "parentSpanId": 8}
