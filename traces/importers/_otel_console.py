@@ -100,7 +100,7 @@ def console_log(obj: dict, ctx: Ctx) -> tuple[dict, dict]:
 
 def read_console(group: Any, stream: BinaryIO, filename: str) -> None:
     """Concatenated JSON objects (pretty-printed, usually one after another on new lines), each span or log
-    record handed to `group` (an ``otel.Assembler``)."""
+    record handed to `group` (the otel module's assembler)."""
     n = 0
     try:
         for n, obj in enumerate(ijson.items(NanFilter(stream), "", multiple_values=True, use_float=True), 1):

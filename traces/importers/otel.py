@@ -95,7 +95,7 @@ def assemble(span_docs: Iterable[dict], log_docs: Iterable[dict] = ()) -> Iterat
     records are not yet measured against the row limit: pass them through ``traces.importers.check_size``
     (or ``guarded``) and ``traces.rows.prepare`` before storing them, as the file import does.
     """
-    group = Assembler()
+    group = _Assembler()
     n = 0
     for n, doc in enumerate(span_docs, start=1):
         group.add_doc(doc, Ctx("", record=n))
@@ -112,7 +112,7 @@ def parse_files(files: Iterable[tuple[BinaryIO, str]]) -> Iterator[TraceRecord]:
     """The traces of several files of one import read as one: a trace's spans and log events may be in any
     of them. With more than one file each record's metadata names the files it came from (``files``), the
     first being where its trace id first appeared."""
-    group = Assembler()
+    group = _Assembler()
     count = 0
     for stream, filename in files:
         count += 1
@@ -123,7 +123,7 @@ def parse_files(files: Iterable[tuple[BinaryIO, str]]) -> Iterator[TraceRecord]:
     yield from group.traces()
 
 
-def _read_file(group: Assembler, stream: BinaryIO, filename: str) -> None:
+def _read_file(group: _Assembler, stream: BinaryIO, filename: str) -> None:
     head, stream = peek(stream)
     if not (has_key(head, "resourceSpans") or has_key(head, "resourceLogs")) and looks_like_console(head):
         read_console(group, stream, filename)
@@ -168,7 +168,7 @@ def _with_hex_ids(item: dict) -> dict:
     return {**item, **changed} if changed else item
 
 
-class Assembler:
+class _Assembler:
     """Spans and log records of one import, held by trace id until every one has been read."""
 
     def __init__(self) -> None:
