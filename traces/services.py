@@ -18,7 +18,7 @@ from typing import BinaryIO
 from django.db import connection, transaction
 from django.db.models import F, QuerySet
 
-from traces import batching, chunks, import_pool, importers
+from traces import batching, chunks, import_groups, import_pool, importers
 from traces.importers import limits, storable
 from traces.importers.records import AnnotationRecord, TraceFormatError, TraceRecord
 from traces.models import Batch, Trace
@@ -187,6 +187,8 @@ def do_import_files(
             # chunk, not one round of queries and COPYs per file.
             pending = batching.Pending(writer=chunks.CopyWriter())
             failed = False  # a file had an error: the others are only checked, to report all errors at once
+            # OpenTelemetry files are read as one: a trace's spans and log events may be in several of them.
+            otel_group, files = import_groups.split(files, fmt, source_options)
             # One system call a file: a folder of thousands of runs was looked at a dozen times per file.
             sizes = [importers.file_size(path) for path, _ in files]
             try:
@@ -219,6 +221,22 @@ def do_import_files(
                         file_result.error = storable.shown(str(import_pool.file_error(error, name)))
                         failed = True
                     total_before += size or 0
+                if otel_group:
+                    failed = (
+                        import_groups.import_group(
+                            otel_group,
+                            target,
+                            seen,
+                            pending,
+                            result,
+                            FileResult,
+                            validate_only=failed,
+                            on_read=(lambda n: progress(total_before + n, result.traces))
+                            if progress
+                            else None,
+                        )
+                        or failed
+                    )
                 if failed:
                     raise ImportFailed(result)
                 batching.flush(pending, target, result)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.importers.conftest import need, truncate
-from traces.importers import detect_format, inspect_ai, iter_records
+from traces.importers import detect_format, inspect_ai, iter_records, limits
 from traces.importers.records import TraceFormatError
 from traces.importers.synthetic import synthetic_traces, write_inspect_eval
 
@@ -108,3 +108,102 @@ def test_eval_zip_errors(tmp_path: Path):
 )
 def test_score_mapping(value, outcome: str, score: float):
     assert inspect_ai.score_outcome({"s": {"value": value}}) == (outcome, score)
+
+
+def zstd_eval(path: Path, members: dict[str, bytes], *, crc_of: dict[str, int] | None = None) -> Path:
+    """An .eval archive as inspect-ai writes it by default: every member compressed with zstd (method 93),
+    written byte by byte here because zipfile writes that method only from Python 3.14."""
+    import struct
+    import zlib
+
+    import zstandard
+
+    out, directory = bytearray(), bytearray()
+    for name, data in members.items():
+        packed = zstandard.ZstdCompressor(level=3).compress(data)
+        crc = (crc_of or {}).get(name, zlib.crc32(data))
+        encoded = name.encode()
+        sizes = (crc, len(packed), len(data), len(encoded), 0)
+        offset = len(out)
+        out += struct.pack("<4s2B4HL2L2H", b"PK\x03\x04", 63, 0, 0, 93, 0, 0x21, *sizes) + encoded + packed
+        directory += (
+            struct.pack(
+                "<4s4B4HL2L5H2L",
+                b"PK\x01\x02",
+                63,
+                3,
+                63,
+                0,
+                0,
+                93,
+                0,
+                0x21,
+                *sizes,
+                0,
+                0,
+                0,
+                0o100644 << 16,
+                offset,
+            )
+            + encoded
+        )
+    end = struct.pack(
+        "<4s4H2LH", b"PK\x05\x06", 0, 0, len(members), len(members), len(directory), len(out), 0
+    )
+    path.write_bytes(bytes(out + directory + end))
+    return path
+
+
+def eval_members(samples: int) -> dict[str, bytes]:
+    from traces.importers._writers import inspect_sample
+
+    recs = list(synthetic_traces(samples, steps=5, seed=4))
+    members = {
+        "header.json": json.dumps(
+            {
+                "version": 2,
+                "status": "success",
+                "eval": {"eval_id": "z", "task": "zstd", "model": "openai/gpt-4o"},
+            }
+        ).encode()
+    }
+    for i, rec in enumerate(recs, start=1):
+        members[f"samples/{i}_epoch_1.json"] = json.dumps(inspect_sample(rec, i)).encode()
+    return members
+
+
+def test_eval_zip_with_zstd_members_as_inspect_writes_by_default(tmp_path: Path):
+    path = zstd_eval(tmp_path / "default.eval", eval_members(3))
+    assert zipfile.ZipFile(path).getinfo("header.json").compress_type == inspect_ai.ZIP_ZSTANDARD
+    assert detect_format(path) == "inspect_ai"
+    parsed = list(iter_records(path))
+    assert [p.external_id for p in parsed] == ["1-e1", "2-e1", "3-e1"]
+    assert {p.benchmark for p in parsed} == {"zstd"} and {p.model for p in parsed} == {"openai/gpt-4o"}
+    assert all(any(s.kind == "tool_call" for s in p.steps) for p in parsed)
+
+
+def test_a_zstd_member_with_a_wrong_crc_is_refused(tmp_path: Path):
+    members = eval_members(1)
+    path = zstd_eval(tmp_path / "bad.eval", members, crc_of={"samples/1_epoch_1.json": 1234})
+    with pytest.raises(
+        TraceFormatError, match=r"bad\.eval, record 1: cannot read samples/1_epoch_1\.json \(Bad CRC"
+    ):
+        list(iter_records(path))
+
+
+def test_a_zstd_bomb_is_refused_like_a_deflate_one(tmp_path: Path):
+    members = eval_members(1)
+    pad = json.dumps({"id": 99, "epoch": 1, "messages": [], "metadata": {"pad": " " * (20 * 1024 * 1024)}})
+    members["samples/99_epoch_1.json"] = pad.encode()
+    path = zstd_eval(tmp_path / "bomb.eval", members)
+    assert path.stat().st_size < 100_000
+    with pytest.raises(TraceFormatError) as error:
+        list(iter_records(path))
+    assert str(error.value).startswith(
+        f"{path}:samples/99_epoch_1.json, record 2: member inflates more than 200 times"
+    )
+    with (
+        limits.override(max_archive_bytes=2000),
+        pytest.raises(TraceFormatError, match="IMPORT_MAX_ARCHIVE_MB"),
+    ):
+        list(iter_records(zstd_eval(tmp_path / "many.eval", eval_members(4))))

@@ -139,11 +139,15 @@ def iter_array(stream: BinaryIO, filename: str, prefix: str = "item") -> Iterato
         raise _json_error(exc, filename, count + 1) from None
 
 
-def iter_paths(stream: BinaryIO, filename: str, paths: Iterable[str]) -> Iterator[tuple[str, int, Any]]:
+def iter_paths(
+    stream: BinaryIO, filename: str, paths: Iterable[str], *, multiple_values: bool = False
+) -> Iterator[tuple[str, int, Any]]:
     """Yield ``(path, n, value)`` for every value found at one of ``paths`` (ijson prefixes).
 
     One pass over the file serves several prefixes (e.g. ``tasks.item`` then ``simulations.item``),
     which ``ijson.items`` cannot do; ``n`` counts values per path, 1-based, for error messages.
+    With `multiple_values` the file may hold several documents one after another (JSONL whatever the length
+    of its lines), each searched for the same paths.
     """
     wanted = set(paths)
     counts: dict[str, int] = dict.fromkeys(wanted, 0)
@@ -152,7 +156,9 @@ def iter_paths(stream: BinaryIO, filename: str, paths: Iterable[str]) -> Iterato
     depth = 0
     current = ""
     try:
-        for prefix, event, value in ijson.parse(NanFilter(stream), use_float=True):
+        for prefix, event, value in ijson.parse(
+            NanFilter(stream), use_float=True, multiple_values=multiple_values
+        ):
             if builder is not None:
                 builder.event(event, value)
                 if event in ("start_map", "start_array"):
