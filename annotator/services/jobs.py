@@ -43,6 +43,7 @@ from annotator.models import (
     ImportJob,
     LLMRun,
     Project,
+    TraceRepresentation,
 )
 from annotator.models.jobs import FINAL_STATUSES, Job, JobStatus
 from annotator.search.indexing import pending_count, schedule_indexing
@@ -57,6 +58,7 @@ JOB_TASKS: dict[type[Job], str] = {
     Export: "annotator.exports.run",
     LLMRun: "annotator.llm.run",
     AgreementReport: "annotator.agreement.compute_report",
+    TraceRepresentation: "annotator.similar.build",
 }
 
 WORKER_LOST = (
