@@ -121,3 +121,32 @@ def test_a_rebuild_replaces_the_older_vectors(project, planted):
     assert (first.version, second.version) == (1, 2)
     assert set(TraceVector.objects.filter(project=project).values_list("version", flat=True)) == {2}
     assert TraceRepresentation.objects.get(pk=first.pk).status == "succeeded"
+
+
+def test_the_walk_over_the_ranking_lists_what_reading_every_id_lists(project, planted, owner, monkeypatch):
+    """Large lists walk the ranking best first; small ones read every id: the same list either way, pages
+    included, and a trace not yet represented comes after the ranked ones (similarity null)."""
+    from annotator.similar import ranking
+
+    build(project)
+    late = trace_with_steps(3, batch=planted.target.batch, outcome="failure")
+    client = client_for(owner)
+
+    def listing(**params):
+        pages, page = [], 1
+        while True:
+            body = client.get(URL, {"like": planted.target.pk, "page_size": 4, "page": page, **params}).json()
+            pages += [(row["id"], row["similarity"]) for row in body["results"]]
+            if not body["next"]:
+                return pages
+            page += 1
+
+    for params in ({}, {"outcome": "failure"}, {"model": "claude"}):
+        read_all = listing(**params)
+        monkeypatch.setattr(ranking, "READ_ALL_BELOW", 0)
+        walked = listing(**params)
+        monkeypatch.setattr(ranking, "READ_ALL_BELOW", 5_000)
+        assert walked == read_all and len({pk for pk, _ in walked}) == len(walked)
+        if params.get("model") != "claude":
+            assert walked[-1] == (late.pk, None)
+            assert all(score is not None for _, score in walked[:-1])
