@@ -18,7 +18,8 @@ import logging
 import random
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 from django.conf import settings
@@ -170,9 +171,8 @@ def do_build(build_id: int) -> TraceRepresentation:
         return TraceRepresentation.objects.get(pk=build_id)
     build = TraceRepresentation.objects.select_related("project").get(pk=build_id)
     try:
-        with heartbeat(TraceRepresentation, build_id):
-            vectoriser = _vectoriser(build)
-            _write_missing(build, vectoriser)
+        with heartbeat(TraceRepresentation, build_id), _vectoriser(build) as vectorise:
+            _write_missing(build, vectorise)
     except (SimilarError, LLMError) as error:
         TraceRepresentation.fail(build_id, f"Could not build the representation: {error}")
         return TraceRepresentation.objects.get(pk=build_id)
@@ -210,7 +210,8 @@ def do_update(project_id: int) -> int:
             do_request_build(project)
         return 0
     try:
-        written = _write_missing(build, _vectoriser(build))
+        with _vectoriser(build) as vectorise:
+            written = _write_missing(build, vectorise)
     except (SimilarError, LLMError) as error:
         log.warning("project %s: similar-traces update failed: %s", project.slug, error)
         return 0
@@ -226,22 +227,13 @@ def schedule_update(project: Project) -> None:
     enqueue(UPDATE_TASK, project.pk)
 
 
-class _Vectoriser:
-    """Texts in, unit-length rows out, in one representation's space."""
-
-    def __call__(self, texts: Sequence[str]) -> np.ndarray:  # pragma: no cover - interface
-        raise NotImplementedError
+Vectorise = Callable[[Sequence[str]], np.ndarray]  # texts in, unit-length rows out, in one space
 
 
-class _TfidfVectoriser(_Vectoriser):
-    def __init__(self, model: TfidfModel) -> None:
-        self.model = model
+class _Embeddings:
+    """The endpoint's /embeddings as a Vectorise: batched requests through the LLM client (its retries,
+    key handling, address check and the rate limit shared with the project's LLM runs)."""
 
-    def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        return self.model.transform(texts)
-
-
-class _EmbeddingsVectoriser(_Vectoriser):
     def __init__(self, build: TraceRepresentation) -> None:
         self.build = build
         config = get_config(build.project)
@@ -252,7 +244,6 @@ class _EmbeddingsVectoriser(_Vectoriser):
             timeout=config.timeout_seconds,
             requests_per_minute=config.requests_per_minute,
         )
-        # The same shared rate and pause as the project's LLM runs: one endpoint, one budget.
         limiter = RateLimiter(limiter_key(config), config.requests_per_minute, counter=cache)
         self.client = ChatClient(endpoint, limiter=limiter, allowed_base_urls=settings.LLM_ALLOWED_BASE_URLS)
 
@@ -277,12 +268,19 @@ class _EmbeddingsVectoriser(_Vectoriser):
         return normalised(np.asarray(rows, dtype=np.float32))
 
 
-def _vectoriser(build: TraceRepresentation) -> _Vectoriser:
+@contextmanager
+def _vectoriser(build: TraceRepresentation) -> Iterator[Vectorise]:
+    """The build's way from texts to vectors (fitting the TF-IDF first if it has not been yet)."""
     if build.method == Method.EMBEDDINGS:
-        return _EmbeddingsVectoriser(build)
+        embeddings = _Embeddings(build)
+        try:
+            yield embeddings
+        finally:
+            embeddings.client.close()
+        return
     if not build.fitted:
         _fit(build)
-    return _TfidfVectoriser(TfidfModel.from_bytes(bytes(build.fitted)))
+    yield TfidfModel.from_bytes(bytes(build.fitted)).transform
 
 
 def _fit(build: TraceRepresentation) -> None:
@@ -311,7 +309,7 @@ def _missing(build: TraceRepresentation, limit: int) -> list[int]:
     )
 
 
-def _write_missing(build: TraceRepresentation, vectorise: _Vectoriser) -> int:
+def _write_missing(build: TraceRepresentation, vectorise: Vectorise) -> int:
     """Vectors for every trace of the project without one in `build`, a chunk per transaction; returns
     how many were written. Stops when the build was stopped or failed meanwhile."""
     written = 0
