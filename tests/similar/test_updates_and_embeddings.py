@@ -94,3 +94,13 @@ def test_an_embeddings_endpoint_that_refuses_fails_the_build_with_a_reason(
     assert built.status == "failed"
     assert "HTTP 401" in built.error and "embed-small" in built.error
     assert not TraceVector.objects.filter(project=project).exists()
+
+
+def test_an_owner_names_the_embeddings_model_in_the_llm_settings(project, owner, embeddings_server):
+    client = client_for(owner)
+    url = "/api/projects/demo-project/llm-settings/"
+    answer = client.patch(url, {"embeddings_model": "embed-large"}, content_type="application/json")
+    assert answer.status_code == 200 and answer.json()["embeddings_model"] == "embed-large"
+    assert LLMConfig.objects.get(project=project).embeddings_model == "embed-large"
+    page = client.get(f"/p/{project.slug}/llm/").content.decode()
+    assert 'name="embeddings_model"' in page and 'value="embed-large"' in page
