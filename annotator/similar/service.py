@@ -182,7 +182,10 @@ def do_build(build_id: int) -> TraceRepresentation:
         raise
     with transaction.atomic():
         TraceRepresentation.objects.filter(pk=build_id, status=JobStatus.RUNNING).update(
-            status=JobStatus.SUCCEEDED, finished_at=timezone.now(), generation=F("generation") + 1
+            status=JobStatus.SUCCEEDED,
+            finished_at=timezone.now(),
+            generation=F("generation") + 1,
+            traces_total=F("traces_done"),  # traces that joined the project during the build included
         )
         # The older versions are no longer searched: their vectors go.
         TraceVector.objects.filter(project_id=build.project_id, version__lt=build.version).delete()
