@@ -88,7 +88,10 @@ class SimilarTraces(RankedTraces):
 
     def ranked_ids(self, window: slice) -> list[int]:
         start = window.start or 0
-        stop = self.count() if window.stop is None else min(window.stop, self.count())
+        # A paginator has counted already; the viewer's panel asks for a few and never needs the count.
+        stop = self.count() if window.stop is None else window.stop
+        if self._count is not None:
+            stop = min(stop, self._count)
         if stop <= start:
             return []
         ids, scores = self._ranked(stop)
@@ -106,7 +109,7 @@ class SimilarTraces(RankedTraces):
     def _ranked(self, stop: int) -> tuple[np.ndarray, np.ndarray]:
         """(ids, similarities) of the ranked traces the filters keep, best first: at least `stop` of them,
         or every one when there are fewer."""
-        if self.count() <= READ_ALL_BELOW:
+        if self._count is not None and self._count <= READ_ALL_BELOW:
             return self._ranked_among_all()
         similarities = self._all_similarities()
         limit = max(4 * stop, 256)
