@@ -49,6 +49,7 @@ from annotator.models.jobs import FINAL_STATUSES, Job, JobStatus
 from annotator.search.indexing import pending_count, schedule_indexing
 from annotator.services.comparison import eligible_annotator_ids
 from annotator.services.enqueue import ENQUEUE_FAILED, enqueue, is_eager
+from annotator.similar.freshness import UPDATE_TASK, projects_missing_vectors
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +166,8 @@ def do_reconcile() -> Reconciled:
         if trace_ids:
             enqueue("annotator.adjudication.check_traces", project_id, trace_ids, after_commit=False)
             done.checked_traces += len(trace_ids)
+    for project_id in projects_missing_vectors():  # similar traces: an update lost after an import
+        enqueue(UPDATE_TASK, project_id, after_commit=False)
     done.unindexed_traces = pending_count()
     if done.unindexed_traces:  # an indexing task lost with its worker or its message
         schedule_indexing(after_commit=False)

@@ -36,6 +36,7 @@ from annotator.services.enqueue import enqueue
 from annotator.services.jobs import heartbeat, send_job, stale_before
 from annotator.services.llm.config import get_config
 from annotator.services.llm.labeller import limiter_key
+from annotator.similar.freshness import UPDATE_TASK
 from annotator.similar.vectors import (
     MAX_DIMENSIONS,
     STEP_CHARS,
@@ -51,7 +52,6 @@ from traces.models import Step, Trace
 log = logging.getLogger(__name__)
 
 BUILD_TASK = "annotator.similar.build"
-UPDATE_TASK = "annotator.similar.update"
 CHUNK_TRACES = 500  # traces per transaction of vectors
 FIT_SAMPLE = 5_000  # traces the TF-IDF is fitted on (all of them below that)
 EMBED_BATCH = 32  # texts per /embeddings request

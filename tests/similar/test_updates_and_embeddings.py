@@ -104,3 +104,17 @@ def test_an_owner_names_the_embeddings_model_in_the_llm_settings(project, owner,
     assert LLMConfig.objects.get(project=project).embeddings_model == "embed-large"
     page = client.get(f"/p/{project.slug}/llm/").content.decode()
     assert 'name="embeddings_model"' in page and 'value="embed-large"' in page
+
+
+def test_the_reconciliation_sends_an_update_lost_after_an_import(project, planted):
+    from annotator.services.jobs import do_reconcile
+    from annotator.similar.freshness import projects_missing_vectors
+    from tests.factories import trace_with_steps
+
+    build(project)
+    assert projects_missing_vectors() == []
+    late = trace_with_steps(3, batch=planted.target.batch)  # its update task never ran
+    assert projects_missing_vectors() == [project.pk]
+    do_reconcile()  # sends annotator.similar.update (eager here: it runs at once)
+    assert TraceVector.objects.filter(project=project, trace=late).exists()
+    assert projects_missing_vectors() == []
