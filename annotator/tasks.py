@@ -41,6 +41,22 @@ def index_search_pending() -> int:
     return index_pending()
 
 
+@shared_task(name="annotator.similar.build", acks_late=True)
+def build_similar_traces(build_id: int) -> str:
+    """Build a project's trace representation for similar traces (annotator.similar.service; idempotent)."""
+    from annotator.similar.service import do_build
+
+    return do_build(build_id).status
+
+
+@shared_task(name="annotator.similar.update", **RETRY_ON_DATABASE_OUTAGE)
+def update_similar_traces(project_id: int) -> int:
+    """The vectors of a project's traces imported since the last build or update (idempotent)."""
+    from annotator.similar.service import do_update
+
+    return do_update(project_id)
+
+
 @shared_task(name="annotator.agreement.compute_report", **RETRY_ON_DATABASE_OUTAGE)
 def compute_agreement_report(report_id: int) -> str:
     from annotator.services.reports import do_compute_report

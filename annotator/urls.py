@@ -7,6 +7,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from annotator.search import views as saved_views
+from annotator.similar import views as similar
 from annotator.triage import views as triage
 from annotator.views import (
     adjudication,
@@ -202,6 +203,10 @@ triage_urls = [
     path("p/<slug:slug>/triage/order/", triage.set_order, name="project-triage-order"),
     path("p/<slug:slug>/triage/round/", triage.open_round, name="project-triage-round"),
 ]
+similar_urls = [
+    path("p/<slug:slug>/t/<int:trace_id>/similar/", similar.similar_panel, name="trace-similar"),
+    path("p/<slug:slug>/t/<int:trace_id>/similar/build/", similar.build, name="trace-similar-build"),
+]
 # The read-only pages of the two other apps: traces/views.py and taxonomy/views.py.
 traces_urls = [
     path("traces/", traces_views.batch_list, name="batch-list"),
@@ -234,6 +239,7 @@ urlpatterns = [
     *signatures_urls,
     *llm_urls,
     *triage_urls,
+    *similar_urls,
     *saved_views_urls,
     *traces_urls,
     *taxonomy_urls,

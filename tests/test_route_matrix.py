@@ -55,6 +55,7 @@ from annotator.services.members import set_password_path
 from annotator.services.payload import AnnotationPayload
 from annotator.services.reports import do_request_report
 from annotator.services.rounds import TraceChoice, do_close_round, do_open_round
+from annotator.similar.service import do_build, do_request_build
 from tests.factories import BatchFactory, ProjectFactory, UserFactory, add_member, trace_with_steps
 from tests.labels import submit
 
@@ -99,6 +100,8 @@ project-view-save             POST  login 404   403   403   302   403   302   30
 project-view                  GET   login 404   403   403   302   403   302   302   404   404
 project-view-rename           POST  login 404   403   403   403   403   302   302   404   404
 project-view-delete           POST  login 404   403   403   403   403   302   302   404   404
+trace-similar                 GET   login 404   200   200   200   403   200   200   404   404
+trace-similar-build           POST  login 404   403   403   403   403   302   302   404   404
 project-view-round            POST  login 404   403   403   403   403   302   302   404   404
 project-members               GET   login 404   403   403   403   403   200   200   404   200
 project-member-add            POST  login 404   403   403   403   403   302   302   404   302
@@ -201,6 +204,7 @@ api-rounds                    GET   401   404   403   403   200   200   200   40
 api-proposals                 GET   401   404   200   200   200   403   200   200   404   404
 api-proposals-settle          POST  401   404   403   403   403   403   400   400   404   404
 api-trace-proposals           GET   401   404   200   200   200   403   200   200   404   404
+api-similar                   GET   401   404   200   200   200   403   200   200   404   404
 api-rounds-close              POST  401   404   403   403   403   403   400   400   404   404
 api-round-threads             GET   401   404   200   200   200   403   200   200   404   404
 api-thread-decide             POST  401   404   403   403   400   403   400   403   404   404
@@ -344,6 +348,7 @@ def world(project, owner, annotator_a, annotator_b, adjudicator, outsider):
     view = SavedView.objects.create(
         project=project, name="Failures", params=[["outcome", "failure"]], created_by=owner
     )
+    do_build(do_request_build(project).pk)  # similar traces: the panel lists T2 beside T1
     migration = do_preview_migration(project, [{"op": "edit", "code": "FM-1.1", "guidance": "sharper"}])
     kwargs = {
         "uidb64": link[-2],

@@ -98,9 +98,17 @@ class TraceHitSerializer(TraceSerializer):
     matches = serializers.SerializerMethodField(
         help_text="With `q`: the best matching steps (up to 3), best first; empty without `q`."
     )
+    similarity = serializers.SerializerMethodField(
+        help_text="With `like` (and no ordering): cosine similarity to that trace, -1 to 1; else null."
+    )
 
     class Meta(TraceSerializer.Meta):
-        fields = [*TraceSerializer.Meta.fields, "matches"]
+        fields = [*TraceSerializer.Meta.fields, "matches", "similarity"]
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_similarity(self, trace: Trace) -> float | None:
+        score = self.context.get("similarity", {}).get(trace.pk)
+        return None if score is None else round(float(score), 6)
 
     @extend_schema_field(StepMatchSerializer(many=True))
     def get_matches(self, trace: Trace) -> list[dict[str, Any]]:
@@ -152,6 +160,13 @@ class TraceFilterParams(serializers.Serializer):
     tool = serializers.CharField(required=False, help_text="A step calls this tool (exact name)")
     tool_args = serializers.CharField(required=False, help_text="Text in a step's tool arguments")
     q = serializers.CharField(required=False, help_text="Full-text search of step content (ranked)")
+    like = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        help_text="A trace id: the traces most similar to it first (the other filters still apply; an "
+        "explicit ordering sorts the same traces by that column instead). 400 for a trace you may not open "
+        "or one without a representation yet",
+    )
     ordering = serializers.ChoiceField(
         [*ORDERINGS, *(f"-{o}" for o in ORDERINGS)],
         required=False,
@@ -247,7 +262,9 @@ def trace_list_body(access: ProjectAccess, params, base_url: str) -> dict[str, A
         "count": paginator.count,
         "next": link(page.next_page_number()) if page.has_next() else None,
         "previous": link(page.previous_page_number()) if page.has_previous() else None,
-        "results": TraceHitSerializer(rows, many=True, context={"matches": matches}).data,
+        "results": TraceHitSerializer(
+            rows, many=True, context={"matches": matches, "similarity": getattr(traces, "scores", {})}
+        ).data,
     }
 
 

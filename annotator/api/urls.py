@@ -29,6 +29,7 @@ from annotator.api import (
     traces,
 )
 from annotator.search import api as saved_views
+from annotator.similar import api as similar
 from annotator.triage import api as triage
 from taxonomy.api import TaxonomyViewSet
 
@@ -136,6 +137,9 @@ triage_urls = [
     path("projects/<slug:slug>/triage/", triage.triage, name="api-triage"),
     path("projects/<slug:slug>/triage/round/", triage.triage_round, name="api-triage-round"),
 ]
+similar_urls = [
+    path("projects/<slug:slug>/similar/", similar.similar, name="api-similar"),
+]
 rounds_urls = [
     path("projects/<slug:slug>/rounds/", rounds.rounds, name="api-rounds"),
     path("projects/<slug:slug>/rounds/<int:round_id>/close/", rounds.close, name="api-rounds-close"),
@@ -219,6 +223,7 @@ urlpatterns = [
     *agreement_urls,
     *rounds_urls,
     *triage_urls,
+    *similar_urls,
     *calibration_urls,
     *discussions_urls,
     *evolution_urls,

@@ -264,6 +264,27 @@ class ChatClient:
 
     def complete(self, messages: list[dict[str, str]]) -> Completion:
         """One answer; retries transient failures per the module's policy, else raises an LLMError."""
+        response = self._post(self.endpoint.url, lambda: self._body(messages))
+        return self._completion(response, messages)
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text from the endpoint's `/embeddings` (OpenAI's format: `data[i].embedding`,
+        in `index` order), with the same retries, rate limit, pause and key handling as `complete`."""
+        url = self.endpoint.base_url.rstrip("/") + "/embeddings"
+        response = self._post(url, lambda: {"model": self.endpoint.model, "input": texts})
+        try:
+            rows = sorted(response.json()["data"], key=lambda row: row.get("index", 0))
+            vectors = [[float(x) for x in row["embedding"]] for row in rows]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise LLMRejected(
+                f"the endpoint answered HTTP {response.status_code}, but not in the embeddings format"
+            ) from None
+        if len(vectors) != len(texts):
+            raise LLMRejected(f"the endpoint sent {len(vectors)} embeddings for {len(texts)} texts")
+        return vectors
+
+    def _post(self, url: str, body: Callable[[], dict[str, Any]]) -> httpx.Response:
+        """POST `body()` to `url` until a 2xx answer (returned), per the module's retry policy."""
         attempt = 0
         while True:
             if self.cancelled.is_set():
@@ -271,13 +292,13 @@ class ChatClient:
             if self.limiter is not None:
                 self.limiter.acquire(self.cancelled)
             try:
-                target = pinned_target(self.endpoint.url, self.allowed_base_urls, resolver=self.resolver)
+                target = pinned_target(url, self.allowed_base_urls, resolver=self.resolver)
             except UnsafeBaseURL as error:
                 raise LLMConfigError(str(error)) from None
             try:
                 response = self._http.post(
                     target.url,
-                    json=self._body(messages),
+                    json=body(),
                     headers=target.headers,
                     extensions=target.extensions,
                 )
@@ -288,7 +309,7 @@ class ChatClient:
             else:
                 status = response.status_code
                 if status < 300:
-                    return self._completion(response, messages)
+                    return response
                 # Read to recognise one known refusal, never copied into a message (see the module doc).
                 text = response.text[:500]
                 if status == 400 and self.json_mode and "response_format" in text:

@@ -21,6 +21,7 @@ from annotator.models.raters import Rater, RaterKind
 from annotator.models.reports import AgreementReport, Export, ReportRows
 from annotator.models.rounds import CalibrationRound
 from annotator.models.signatures import AnnotationDeletion
+from annotator.models.similar import TraceRepresentation, TraceVector
 from annotator.models.tokens import ApiToken
 from annotator.models.views import SavedView
 
@@ -59,5 +60,7 @@ __all__ = [
     "SavedView",
     "TaxonomyMigration",
     "Thread",
+    "TraceRepresentation",
+    "TraceVector",
     "TriageRank",
 ]

@@ -65,6 +65,7 @@ class TraceFilter:
     tool: str = ""
     tool_args: str = ""
     q: str = ""
+    like: int | None = None  # a trace id: the list ranked by similarity to it (annotator.similar)
     ordering: str = ""
 
     @property
@@ -90,7 +91,9 @@ class TraceFilter:
 
     @property
     def order_key(self) -> tuple[str, bool]:
-        """(column, descending); `rank` (best first) is the default when searching, else id order."""
+        """(column, descending); `similarity` with `like`, `rank` (best first) when searching, else id order."""
+        if self.like is not None and not self.ordering:
+            return "similarity", True
         ordering = self.ordering or ("-rank" if self.q else "")
         if not ordering:
             return "", False
@@ -173,6 +176,15 @@ def _int(params: Mapping[str, Any], name: str) -> int | None:
     return int(value)
 
 
+def _trace_id(params: Mapping[str, Any], name: str) -> int | None:
+    value = _one(params, name)
+    if not value:
+        return None
+    if not re.fullmatch(r"[1-9]\d{0,17}", value):
+        raise FilterError(name, f"'{value[:40]}' is not a trace id (a whole number, as in the trace list)")
+    return int(value)
+
+
 def _mode(params: Mapping[str, Any], name: str) -> str:
     value = _one(params, name)
     if value and not _MODE_CODE.match(value):
@@ -229,6 +241,7 @@ def parse(params: Mapping[str, Any]) -> TraceFilter:
         tool=_one(params, "tool"),
         tool_args=_one(params, "tool_args"),
         q=q,
+        like=_trace_id(params, "like"),
         ordering=ordering,
     )
     if found.score_min is not None and found.score_max is not None and found.score_min > found.score_max:

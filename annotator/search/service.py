@@ -337,6 +337,12 @@ def filtered_traces(access: ProjectAccess, flt: TraceFilter) -> QuerySet[Trace] 
 
     Raises FilterError (an unknown mode code: 400 naming the parameter) and PermissionDenied (a filter on
     labels from someone who may not see them: 403 saying why)."""
+    if flt.like is not None:
+        # `like` ranks what the other filters leave (annotator.similar.ranking, which subclasses RankedTraces
+        # and so imports this module: imported here).
+        from annotator.similar.ranking import similar_traces, without_like
+
+        return similar_traces(access, flt, filtered_traces(access, without_like(flt)))
     modes = _known_modes(access, flt)
     traces = _content_filtered(access, flt)
     check_blind(access, flt, _searched(traces, flt))

@@ -31,6 +31,7 @@ from annotator.services.label_import import (
     do_import_annotations,
     voted_modes,
 )
+from annotator.similar.service import schedule_update
 from traces.importers import storable
 from traces.models import Trace
 from traces.services import FileResult, ImportFailed, ImportResult, ProgressCallback, do_import_files
@@ -96,6 +97,8 @@ def do_import_traces(
             result.files.append(FileResult(name="labels", error=storable.shown(str(error))))
             raise ImportFailed(result) from error
         do_assign(project)
+        if result.traces or result.added_to_project:
+            schedule_update(project)  # the new traces' vectors for similar traces, after commit
     return result, labels
 
 

@@ -43,11 +43,13 @@ from annotator.models import (
     ImportJob,
     LLMRun,
     Project,
+    TraceRepresentation,
 )
 from annotator.models.jobs import FINAL_STATUSES, Job, JobStatus
 from annotator.search.indexing import pending_count, schedule_indexing
 from annotator.services.comparison import eligible_annotator_ids
 from annotator.services.enqueue import ENQUEUE_FAILED, enqueue, is_eager
+from annotator.similar.freshness import UPDATE_TASK, projects_missing_vectors
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +59,7 @@ JOB_TASKS: dict[type[Job], str] = {
     Export: "annotator.exports.run",
     LLMRun: "annotator.llm.run",
     AgreementReport: "annotator.agreement.compute_report",
+    TraceRepresentation: "annotator.similar.build",
 }
 
 WORKER_LOST = (
@@ -163,6 +166,8 @@ def do_reconcile() -> Reconciled:
         if trace_ids:
             enqueue("annotator.adjudication.check_traces", project_id, trace_ids, after_commit=False)
             done.checked_traces += len(trace_ids)
+    for project_id in projects_missing_vectors():  # similar traces: an update lost after an import
+        enqueue(UPDATE_TASK, project_id, after_commit=False)
     done.unindexed_traces = pending_count()
     if done.unindexed_traces:  # an indexing task lost with its worker or its message
         schedule_indexing(after_commit=False)

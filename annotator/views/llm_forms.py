@@ -42,6 +42,7 @@ class LLMConfigForm(forms.ModelForm):
         fields = [
             "base_url",
             "model",
+            "embeddings_model",
             "api_key_env",
             "temperature",
             "max_tokens",

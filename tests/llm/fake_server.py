@@ -1,4 +1,8 @@
-"""A stand-in for an OpenAI-compatible server: `POST /v1/chat/completions` on 127.0.0.1, in a thread.
+"""A stand-in for an OpenAI-compatible server: `POST /v1/chat/completions` and `POST /v1/embeddings` on
+127.0.0.1, in a thread.
+
+`/v1/embeddings` answers deterministic vectors when no reply is scripted (`embedding`: each word of the input
+hashed into one of EMBEDDING_DIMENSIONS counts), so texts sharing words get close vectors.
 
 Each request takes the next scripted `Reply` (status, JSON or text body, headers, a delay before answering);
 every request is recorded (headers and JSON body) so tests can check what the real client sent.
@@ -10,7 +14,9 @@ instead of sleeping.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -49,6 +55,26 @@ def answer(
     return Reply(body=body)
 
 
+EMBEDDING_DIMENSIONS = 48
+
+
+def embedding(text: str) -> list[float]:
+    """A deterministic bag of hashed words (the same text, the same vector; shared words, close vectors)."""
+    vector = [0.0] * EMBEDDING_DIMENSIONS
+    for word in re.findall(r"\w\w+", text.lower()):
+        vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % EMBEDDING_DIMENSIONS] += 1.0
+    return vector
+
+
+def embeddings_reply(body: Any) -> Reply:
+    texts = body.get("input") if isinstance(body, dict) else None
+    texts = [texts] if isinstance(texts, str) else texts
+    if not isinstance(texts, list):
+        return Reply(400, {"error": {"message": "input must be a string or a list of strings"}})
+    data = [{"object": "embedding", "index": i, "embedding": embedding(str(t))} for i, t in enumerate(texts)]
+    return Reply(body={"object": "list", "data": data, "model": body.get("model", "")})
+
+
 @dataclass
 class Seen:
     path: str
@@ -76,11 +102,12 @@ class FakeChatServer:
                     body = raw.decode(errors="replace")
                 with server._changed:
                     server.requests.append(Seen(self.path, dict(self.headers.items()), body))
-                    reply = (
-                        server.replies.popleft()
-                        if server.replies
-                        else Reply(500, {"error": "no scripted reply"})
-                    )
+                    if server.replies:
+                        reply = server.replies.popleft()
+                    elif self.path == "/v1/embeddings":
+                        reply = embeddings_reply(body)
+                    else:
+                        reply = Reply(500, {"error": "no scripted reply"})
                     server.active += 1
                     server.peak = max(server.peak, server.active)
                     server._changed.notify_all()
@@ -92,7 +119,7 @@ class FakeChatServer:
                         server._changed.notify_all()
 
             def _answer(self, reply: Reply) -> None:
-                if self.path != "/v1/chat/completions":
+                if self.path not in ("/v1/chat/completions", "/v1/embeddings"):
                     reply = Reply(404, {"error": {"message": f"no route {self.path}"}})
                 if reply.hold is not None:
                     reply.hold.wait(timeout=30)  # a test that forgot to release must not hang forever

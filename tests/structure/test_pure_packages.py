@@ -31,6 +31,8 @@ PURE_MODULES = [
     "annotator.triage.curve",
     "annotator.search",
     "annotator.search.filters",
+    "annotator.similar",
+    "annotator.similar.vectors",
     "traces.importers",
     "traces.render",
     "taxonomy.schema",

@@ -39,6 +39,12 @@ class LLMSettingsSerializer(serializers.Serializer):
         help_text="Up to /v1; a private or local address only if LLM_ALLOWED_BASE_URLS allows it",
     )
     model = serializers.CharField(max_length=200, allow_blank=True)
+    embeddings_model = serializers.CharField(
+        max_length=200,
+        allow_blank=True,
+        required=False,
+        help_text="For similar traces: an embeddings model on this endpoint (/embeddings); empty: TF-IDF",
+    )
     api_key_env = serializers.CharField(
         max_length=100,
         allow_blank=True,

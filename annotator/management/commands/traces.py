@@ -40,6 +40,7 @@ FILTER_FLAGS = (
     ("tool", "A step calls this tool (exact name)"),
     ("tool_args", "Text in a step's tool arguments"),
     ("q", "Full-text search of step content (ranked; words match whole on PostgreSQL)"),
+    ("like", "A trace id: the traces most similar to it first (docs/search.md, similar traces)"),
     ("ordering", "external_id, model, outcome, score, steps, batch, created, rank (q); - for descending"),
     ("page", "Page number (from 1)"),
     ("page_size", "Traces per page (1 to 200, default 50)"),
