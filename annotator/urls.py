@@ -7,6 +7,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from annotator.search import views as saved_views
+from annotator.tokens import views as tokens
 from annotator.triage import views as triage
 from annotator.views import (
     adjudication,
@@ -55,6 +56,13 @@ auth_urls = [
         auth_views.PasswordResetCompleteView.as_view(template_name="registration/set_password_done.html"),
         name="password-set-done",
     ),
+]
+tokens_urls = [
+    path("account/tokens/", tokens.tokens_page, name="account-tokens"),
+    path("account/tokens/new/", tokens.create_token, name="account-token-create"),
+    path("account/tokens/revoke-all/", tokens.revoke_all_tokens, name="account-tokens-revoke-all"),
+    path("account/tokens/<int:token_id>/revoke/", tokens.revoke_token, name="account-token-revoke"),
+    path("account/tokens/p/<slug:slug>/new/", tokens.create_project_token, name="project-token-create"),
 ]
 projects_urls = [
     path("p/<slug:slug>/", projects.project_detail, name="project-detail"),
@@ -214,6 +222,7 @@ urlpatterns = [
     *home_urls,
     *system_urls,
     *auth_urls,
+    *tokens_urls,
     *projects_urls,
     *new_project_urls,
     *members_urls,

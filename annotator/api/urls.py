@@ -29,6 +29,7 @@ from annotator.api import (
     traces,
 )
 from annotator.search import api as saved_views
+from annotator.tokens import api as token_list
 from annotator.triage import api as triage
 from taxonomy.api import TaxonomyViewSet
 
@@ -45,6 +46,8 @@ schema_urls = [
 ]
 token_urls = [
     path("token/", tokens.IssueToken.as_view(), name="api-token"),
+    path("tokens/", token_list.tokens, name="api-tokens"),
+    path("tokens/<int:token_id>/", token_list.token, name="api-token-revoke"),
 ]
 admin_urls = [
     path("projects/<slug:slug>/settings/", admin.project_settings, name="api-project-settings"),

@@ -113,6 +113,9 @@ def test_every_operation_answers_its_documented_shapes(
     # Credentials, projects, taxonomies.
     expect(APIClient(), "post", "/api/token/", 200, {"username": "olivia-owner", "password": PASSWORD})
     expect(APIClient(), "post", "/api/token/", 400, {"username": "olivia-owner", "password": "nope"})
+    mine = expect(o, "get", "/api/tokens/", 200).json()
+    expect(x, "delete", f"/api/tokens/{mine[0]['id']}/", 404)
+    expect(o, "delete", f"/api/tokens/{mine[0]['id']}/", 204)
     expect(APIClient(), "get", "/api/projects/", 401)
     expect(o, "get", "/api/projects/", 200)
     expect(o, "get", f"/api/projects/{w['slug']}/", 200)

@@ -14,6 +14,11 @@ from django.urls import URLResolver, get_resolver, resolve, reverse
 # Django's admin is left out: its routes follow the registered models, not this project's URL files.
 ROUTES = [
     ("", "home"),
+    ("account/tokens/", "account-tokens"),
+    ("account/tokens/<int:token_id>/revoke/", "account-token-revoke"),
+    ("account/tokens/new/", "account-token-create"),
+    ("account/tokens/p/<slug:slug>/new/", "project-token-create"),
+    ("account/tokens/revoke-all/", "account-tokens-revoke-all"),
     ("accounts/login/", "login"),
     ("accounts/logout/", "logout"),
     ("accounts/set-password/<uidb64>/<token>/", "password-set"),
@@ -89,6 +94,8 @@ ROUTES = [
     ),
     ("api/schema/", "api-schema"),
     ("api/token/", "api-token"),
+    ("api/tokens/", "api-tokens"),
+    ("api/tokens/<int:token_id>/", "api-token-revoke"),
     ("healthz", "healthz"),
     ("mentions/", "mentions"),
     ("p/<slug:slug>/", "project-detail"),
