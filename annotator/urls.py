@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from annotator.outcomes import views as outcomes
 from annotator.search import views as saved_views
 from annotator.tokens import views as tokens
 from annotator.triage import views as triage
@@ -86,6 +87,10 @@ members_urls = [
 imports_urls = [
     path("p/<slug:slug>/import/", imports.import_page, name="project-import"),
     path("p/<slug:slug>/import/<int:job_id>/", imports.import_job, name="project-import-job"),
+]
+outcomes_urls = [
+    path("p/<slug:slug>/outcomes/", outcomes.outcomes_page, name="project-outcomes"),
+    path("p/<slug:slug>/outcomes/import/", outcomes.import_outcomes, name="project-outcomes-import"),
 ]
 exports_urls = [
     path("p/<slug:slug>/export/", exports.export_page, name="project-export"),
@@ -227,6 +232,7 @@ urlpatterns = [
     *new_project_urls,
     *members_urls,
     *imports_urls,
+    *outcomes_urls,
     *exports_urls,
     *queue_urls,
     *annotate_urls,

@@ -79,6 +79,8 @@ batch-list                    GET   login 403   403   403   403   403   403   40
 project-detail                GET   login 404   200   200   200   200   200   200   404   404
 project-import                GET   login 404   403   403   403   403   200   200   404   404
 project-import-job            GET   login 404   403   403   403   403   200   200   404   404
+project-outcomes              GET   login 404   403   403   403   403   200   200   404   404
+project-outcomes-import       POST  login 404   403   403   403   403   422   422   404   404
 project-export                GET   login 404   403   403   403   403   200   403   404   404
 project-export-job            GET   login 404   403   403   403   403   200   403   404   404
 project-export-download       GET   login 404   403   403   403   403   404   403   404   404
@@ -147,6 +149,7 @@ account-token-revoke          POST  login 404   404   404   404   404   302   30
 project-token-create          POST  login 404   403   403   403   403   422   422   404   404
 api-import-start              POST  401   404   403   403   403   403   400   400   404   404
 api-import-status             GET   401   404   403   403   403   403   200   200   404   404
+api-outcomes-import           POST  401   404   403   403   403   403   400   400   404   404
 api-export-start              POST  401   404   403   403   403   403   202   403   404   404
 api-export-status             GET   401   404   403   403   403   403   200   403   404   404
 api-signatures                GET   401   404   403   403   200   200   200   403   404   404

@@ -28,6 +28,7 @@ from annotator.api import (
     tokens,
     traces,
 )
+from annotator.outcomes import api as outcomes
 from annotator.search import api as saved_views
 from annotator.tokens import api as token_list
 from annotator.triage import api as triage
@@ -62,6 +63,9 @@ label_imports_urls = [
 imports_urls = [
     path("projects/<slug:slug>/imports/", imports.start_import, name="api-import-start"),
     path("projects/<slug:slug>/imports/<int:job_id>/", imports.import_status, name="api-import-status"),
+]
+outcomes_urls = [
+    path("projects/<slug:slug>/outcomes/", outcomes.import_outcomes, name="api-outcomes-import"),
 ]
 exports_urls = [
     path("projects/<slug:slug>/exports/", exports.start_export, name="api-export-start"),
@@ -213,6 +217,7 @@ urlpatterns = [
     *admin_urls,
     *label_imports_urls,
     *imports_urls,
+    *outcomes_urls,
     *exports_urls,
     *traces_urls,
     *saved_views_urls,

@@ -287,6 +287,13 @@ def test_every_operation_answers_its_documented_shapes(
     bad = _labels({"trace": "no-such-trace", "annotator": "r1", "no_failure": True})
     expect(o, "post", f"{api}/label-imports/", 400, {"files": [bad]}, format="multipart")
 
+    # Outcomes from a results file (owners): all or nothing.
+    scores = f"external_id,score\n{fresh.external_id},0.5\n".encode()
+    sent = {"file": SimpleUploadedFile("scores.csv", scores), "dry_run": True}
+    expect(o, "post", f"{api}/outcomes/", 200, sent, format="multipart")
+    unknown = {"file": SimpleUploadedFile("scores.csv", b"external_id,score\nno-such-trace,1\n")}
+    expect(o, "post", f"{api}/outcomes/", 400, unknown, format="multipart")
+
     # LLM settings, key, prompt, dry run, stop (owners).
     expect(o, "get", f"{api}/llm-settings/", 200)
     expect(o, "patch", f"{api}/llm-settings/", 200, {"model": "contract-model", "temperature": 0.5})

@@ -31,6 +31,8 @@ PURE_MODULES = [
     "annotator.triage.curve",
     "annotator.search",
     "annotator.search.filters",
+    "annotator.outcomes",
+    "annotator.outcomes.parse",
     "traces.importers",
     "taxonomy.schema",
 ]
