@@ -25,7 +25,7 @@ ORDERINGS = ("external_id", "model", "outcome", "score", "steps", "batch", "crea
 # Parameters whose answer depends on other raters' labels, the gold or answer keys: held back from anyone
 # still blind on a trace they would reveal (annotator.search.service).
 LABEL_PARAMS = frozenset(
-    {"gold_mode", "human_mode", "llm_mode", "disputed_mode", "evidence_kind", "evidence_tool"}
+    {"gold_mode", "human_mode", "llm_mode", "disputed_mode", "evidence_kind", "evidence_tool", "pair"}
 )
 
 MAX_TEXT = 200
@@ -62,6 +62,9 @@ class TraceFilter:
     disputed_mode: str = ""
     evidence_kind: str = ""
     evidence_tool: str = ""
+    # Two raters' usernames, "a,b": the traces both submitted (with disputed_mode: where exactly one of the
+    # two chose it). What a cell of the agreement report's pair tables opens.
+    pair: str = ""
     tool: str = ""
     tool_args: str = ""
     q: str = ""
@@ -197,6 +200,24 @@ def _meta(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+def pair_names(value: str) -> tuple[str, str]:
+    """The two usernames of a `pair` value ("alice,bob")."""
+    first, _, second = value.partition(",")
+    return first, second
+
+
+def _pair(params: Mapping[str, Any]) -> str:
+    value = _one(params, "pair")
+    if not value:
+        return ""
+    names = [name.strip() for name in value.split(",")]
+    if len(names) != 2 or not all(names) or names[0] == names[1]:
+        raise FilterError("pair", f"'{value[:60]}' is not two different raters' usernames, a,b")
+    if any(len(name) > 150 for name in names):
+        raise FilterError("pair", "a username is at most 150 characters")
+    return ",".join(names)
+
+
 def parse(params: Mapping[str, Any]) -> TraceFilter:
     """Read a filter from query parameters (a QueryDict, a dict of strings or of lists). Unknown parameters
     are left alone (`page`, `page_size`, `format` belong to the caller)."""
@@ -226,6 +247,7 @@ def parse(params: Mapping[str, Any]) -> TraceFilter:
         disputed_mode=_mode(params, "disputed_mode"),
         evidence_kind=_choice(params, "evidence_kind", STEP_KINDS),
         evidence_tool=_one(params, "evidence_tool"),
+        pair=_pair(params),
         tool=_one(params, "tool"),
         tool_args=_one(params, "tool_args"),
         q=q,
