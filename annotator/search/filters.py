@@ -25,7 +25,17 @@ ORDERINGS = ("external_id", "model", "outcome", "score", "steps", "batch", "crea
 # Parameters whose answer depends on other raters' labels, the gold or answer keys: held back from anyone
 # still blind on a trace they would reveal (annotator.search.service).
 LABEL_PARAMS = frozenset(
-    {"gold_mode", "human_mode", "llm_mode", "disputed_mode", "evidence_kind", "evidence_tool", "pair"}
+    {
+        "gold_mode",
+        "human_mode",
+        "llm_mode",
+        "disputed_mode",
+        "evidence_kind",
+        "evidence_tool",
+        "pair",
+        "sig_mode",
+        "sig_source",
+    }
 )
 
 MAX_TEXT = 200
@@ -65,6 +75,10 @@ class TraceFilter:
     # Two raters' usernames, "a,b": the traces both submitted (with disputed_mode: where exactly one of the
     # two chose it). What a cell of the agreement report's pair tables opens.
     pair: str = ""
+    # A mode as the failure signatures count it under a label source (gold, union, agreed, gold+union,
+    # annotator:NAME, ...; default gold): what a cell of the signatures' tables opens.
+    sig_mode: str = ""
+    sig_source: str = ""
     tool: str = ""
     tool_args: str = ""
     q: str = ""
@@ -248,11 +262,15 @@ def parse(params: Mapping[str, Any]) -> TraceFilter:
         evidence_kind=_choice(params, "evidence_kind", STEP_KINDS),
         evidence_tool=_one(params, "evidence_tool"),
         pair=_pair(params),
+        sig_mode=_mode(params, "sig_mode"),
+        sig_source=_one(params, "sig_source"),
         tool=_one(params, "tool"),
         tool_args=_one(params, "tool_args"),
         q=q,
         ordering=ordering,
     )
+    if found.sig_source and not found.sig_mode:
+        raise FilterError("sig_source", "says whose labels sig_mode counts: give sig_mode too")
     if found.score_min is not None and found.score_max is not None and found.score_min > found.score_max:
         raise FilterError("score_max", "is below score_min")
     if found.steps_min is not None and found.steps_max is not None and found.steps_min > found.steps_max:

@@ -35,6 +35,7 @@ from annotator.access import ProjectAccess
 from annotator.models import AdjudicationItem, Annotation, Assignment, GoldLabel, LabelApplication
 from annotator.models.raters import Rater, RaterKind
 from annotator.search.filters import FilterError, TraceFilter, pair_names, snippet
+from annotator.search.signature_filter import signature_q
 from taxonomy.models import FailureMode
 from traces.models import Step, Trace
 
@@ -387,6 +388,8 @@ def filtered_traces(access: ProjectAccess, flt: TraceFilter) -> QuerySet[Trace] 
         traces = traces.filter(_disputed_q(ctx, flt.disputed_mode))
     if flt.evidence_kind or flt.evidence_tool:
         traces = traces.filter(pk__in=_evidence_sql(flt, access.project.pk))
+    if flt.sig_mode:
+        traces = traces.filter(signature_q(access, flt.sig_mode, flt.sig_source or "gold"))
     return _ordered(traces, flt)
 
 

@@ -243,6 +243,8 @@ def _contrast_rows(s: Signatures, names: dict[str, str]) -> dict:
             "classification": row.classification,
             "failed": _bar(row.in_failed, names[row.key], axis) if row.in_failed.total else None,
             "success": _bar(row.in_successful, names[row.key], axis) if row.in_successful.total else None,
+            "n_failed": row.in_failed.count,
+            "n_successful": row.in_successful.count,
             "relative": _relative_text(row),
             "prior_fatal": prior[row.key],
             "warnings": [WARNING_TEXT[w] for w in row.warnings],
