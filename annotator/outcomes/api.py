@@ -23,6 +23,9 @@ class OutcomesRequest(serializers.Serializer):
         f"score and metadata columns; at most {MAX_BYTES:,} bytes"
     )
     dry_run = serializers.BooleanField(default=False, help_text="Check and count; change nothing")
+    ignore_unknown = serializers.BooleanField(
+        default=False, help_text="Skip ids this project does not hold instead of refusing the file"
+    )
 
 
 class OutcomesResult(serializers.Serializer):
@@ -31,6 +34,7 @@ class OutcomesResult(serializers.Serializer):
     changed = serializers.IntegerField(help_text="Traces whose outcome, score or metadata changed (or would)")
     counts = serializers.DictField(child=serializers.IntegerField(), help_text="Outcome -> traces named")
     dry_run = serializers.BooleanField()
+    skipped = serializers.IntegerField(help_text="Ids this project does not hold, skipped (ignore_unknown)")
 
 
 @extend_schema(
@@ -56,6 +60,7 @@ def import_outcomes(request: Request, slug: str) -> Response:
             filename=upload.name,
             actor=request.user,
             dry_run=body.validated_data["dry_run"],
+            ignore_unknown=body.validated_data["ignore_unknown"],
         )
     except UploadError as error:
         return error_response(str(error), status=status.HTTP_400_BAD_REQUEST, errors=[str(error)])
@@ -71,6 +76,7 @@ def import_outcomes(request: Request, slug: str) -> Response:
                 "changed": result.changed,
                 "counts": result.counts,
                 "dry_run": result.dry_run,
+                "skipped": result.skipped,
             }
         ).data
     )

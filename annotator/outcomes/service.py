@@ -28,29 +28,43 @@ class OutcomeResult:
     changed: int  # whose outcome, score or metadata differ afterwards
     counts: dict[str, int] = field(default_factory=dict)  # outcome -> traces of those named, afterwards
     dry_run: bool = False
+    skipped: int = 0  # ids this project does not hold, left out on request (ignore_unknown)
 
     def summary(self) -> str:
         counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(self.counts.items()))
         verb = "would change" if self.dry_run else "changed"
-        return f"{self.traces} traces named ({self.format}): {verb} {self.changed}; outcomes now {counts}."
+        skipped = f"; {self.skipped} ids this project does not hold skipped" if self.skipped else ""
+        return f"{self.traces} traces named ({self.format}): {verb} {self.changed}; outcomes now {counts}{skipped}."
 
 
 def do_import_outcomes(
-    project: Project, data: bytes, *, filename: str = "", actor=None, dry_run: bool = False
+    project: Project,
+    data: bytes,
+    *,
+    filename: str = "",
+    actor=None,
+    dry_run: bool = False,
+    ignore_unknown: bool = False,
 ) -> OutcomeResult:
     """Apply the results file `data` to `project`'s traces in one transaction (nothing with `dry_run`).
-    OutcomeFileError lists every bad record; then nothing has changed. The caller checked the actor may
-    change the project's traces (owners: annotator.access MANAGE_ROLES)."""
+    OutcomeFileError lists every bad record; then nothing has changed. `ignore_unknown`: ids the project
+    does not hold are skipped (counted) rather than refused, for a benchmark's report of a whole run when
+    the project holds part of it. The caller checked the actor may change the project's traces (owners:
+    annotator.access MANAGE_ROLES)."""
     parsed = parse_outcomes(data, filename, strict=False)
     with transaction.atomic():
-        traces = _project_traces(project, parsed)
+        traces = _project_traces(project, parsed, ignore_unknown=ignore_unknown)
+        records = [record for record in parsed.records if record.external_id in traces]
+        if not records:
+            raise OutcomeFileError(["none of the file's ids is a trace of this project"])
         changed: list[Trace] = []
-        for record in parsed.records:
+        for record in records:
             trace = traces[record.external_id]
             if _apply(trace, record):
                 changed.append(trace)
         counts = dict(Counter(trace.outcome for trace in traces.values()))
-        result = OutcomeResult(parsed.format, len(parsed.records), len(changed), counts, dry_run)
+        skipped = len(parsed.records) - len(records)
+        result = OutcomeResult(parsed.format, len(records), len(changed), counts, dry_run, skipped)
         if dry_run:
             return result
         for start in range(0, len(changed), CHUNK):
@@ -67,7 +81,9 @@ def do_import_outcomes(
     return result
 
 
-def _project_traces(project: Project, parsed: ParsedFile) -> dict[str, Trace]:
+def _project_traces(
+    project: Project, parsed: ParsedFile, *, ignore_unknown: bool = False
+) -> dict[str, Trace]:
     """The project's trace of each record's external id; OutcomeFileError for an unknown or shared id,
     or any problem the parser found (all of them, in the order of the file)."""
     records = parsed.records
@@ -84,6 +100,8 @@ def _project_traces(project: Project, parsed: ParsedFile) -> dict[str, Trace]:
     problems = [(_line(problem), problem) for problem in parsed.problems]
     for record in records:
         matches = found.get(record.external_id, [])
+        if not matches and ignore_unknown:
+            continue
         if not matches:
             problems.append(
                 (

@@ -56,9 +56,17 @@ def import_outcomes(request: HttpRequest, slug: str) -> HttpResponse:
     project = access_project(request.user, slug, roles=MANAGE_ROLES)
     upload = request.FILES.get("file")
     dry_run = request.POST.get("dry_run") == "on"
+    ignore_unknown = request.POST.get("ignore_unknown") == "on"
     try:
         data = read_upload(upload)
-        result = do_import_outcomes(project, data, filename=upload.name, actor=request.user, dry_run=dry_run)
+        result = do_import_outcomes(
+            project,
+            data,
+            filename=upload.name,
+            actor=request.user,
+            dry_run=dry_run,
+            ignore_unknown=ignore_unknown,
+        )
     except UploadError as error:
         return _answer(request, project, 422, error=str(error))
     except OutcomeFileError as error:

@@ -118,3 +118,22 @@ def test_the_failure_signatures_see_the_new_outcomes_at_once(coding_project, ann
     do_import_outcomes(coding_project, json.dumps(REPORT).encode(), filename="run.json")
     after = signature_report.build_report(coding_project, SignatureQuery("union")).signatures
     assert (after.n_unknown, after.n_failed, after.n_successful) == (0, 1, 1)
+
+
+def test_a_report_of_a_whole_run_applies_to_the_traces_this_project_holds_when_asked(
+    coding_project, tmp_path
+):
+    whole_run = {**REPORT, "unresolved_ids": [*REPORT["unresolved_ids"], "pylint-dev__pylint-7080"]}
+    data = json.dumps(whole_run).encode()
+    with pytest.raises(OutcomeFileError, match="unknown external id 'pylint-dev__pylint-7080'"):
+        do_import_outcomes(coding_project, data, filename="run.json")
+    result = do_import_outcomes(coding_project, data, filename="run.json", ignore_unknown=True)
+    assert (result.traces, result.skipped) == (
+        3,
+        1,
+    ) and "1 ids this project does not hold skipped" in result.summary()
+    assert outcomes_of(coding_project)["sympy__sympy-20590"][0] == "failure"
+    path = tmp_path / "other.csv"
+    path.write_text("external_id,outcome\nnot-here,success\n")
+    with pytest.raises(CommandError, match="none of the file's ids is a trace of this project"):
+        call_command("import_outcomes", coding_project.slug, str(path), "--ignore-unknown")

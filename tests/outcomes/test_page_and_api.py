@@ -84,5 +84,6 @@ def test_the_api_sets_outcomes_and_names_bad_records(coding_project, owner, anno
         "changed": 2,
         "counts": {"success": 1, "failure": 1},
         "dry_run": False,
+        "skipped": 0,
     }
     assert _client(annotator_a).post(url, {"file": _file(REPORT)}).status_code == 403

@@ -25,10 +25,16 @@ class Command(BaseCommand):
             "file", type=Path, help=f"The results file (.json, .jsonl, .csv; at most {MAX_BYTES:,} bytes)"
         )
         parser.add_argument(
+            "--ignore-unknown",
+            action="store_true",
+            help="Skip ids this project does not hold (e.g. a SWE-bench report of a whole run when the project "
+            "holds part of it) instead of refusing the file; how many were skipped is printed",
+        )
+        parser.add_argument(
             "--dry-run", action="store_true", help="Check the file and say what would change; change nothing"
         )
 
-    def handle(self, *args, slug: str, file: Path, dry_run: bool, **options):
+    def handle(self, *args, slug: str, file: Path, dry_run: bool, ignore_unknown: bool, **options):
         project = Project.objects.filter(slug=slug).first()
         if project is None:
             raise CommandError(f"No project {slug!r}", returncode=2)
@@ -41,7 +47,9 @@ class Command(BaseCommand):
         except OSError as error:
             raise CommandError(f"Cannot read {file.name}: {error.strerror}", returncode=2) from None
         try:
-            result = do_import_outcomes(project, data, filename=file.name, dry_run=dry_run)
+            result = do_import_outcomes(
+                project, data, filename=file.name, dry_run=dry_run, ignore_unknown=ignore_unknown
+            )
         except OutcomeFileError as error:
             lines = "\n".join(f"  {problem}" for problem in error.problems[:50])
             more = len(error.problems) - 50
