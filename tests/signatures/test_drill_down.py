@@ -79,3 +79,22 @@ def test_a_bad_source_or_mode_is_named(labelled, owner):
     assert response.status_code == 400 and "sig_mode" in response.content.decode()
     with pytest.raises(FilterError):
         parse({"sig_source": "union"})
+
+
+def test_a_prevalence_cell_opens_the_traces_of_its_column(project, annotator_a, owner):
+    plan = [
+        ("gpt-4o", {"FM-1.1": [1]}),
+        ("gpt-4o", {"FM-1.1": [1]}),
+        ("gpt-4o", {}),
+        ("claude", {"FM-1.1": [1]}),
+    ]
+    for model, labels in plan:
+        submit(project, project_trace(project, model=model, outcome="failure"), annotator_a, labels)
+    client = _client(owner)
+    page = client.get(f"/p/{project.slug}/signatures/?source=union").content.decode()
+    cells = re.findall(r'<a data-drill="signature-cell" data-count="(\d+)" href="([^"]+)"', page)
+    by_model = {re.search(r"model=([^&]+)", href).group(1): int(n) for n, href in cells if "FM-1.1" in href}
+    assert by_model == {"gpt-4o": 2, "claude": 1}
+    for n, href in cells:
+        response = client.get(href.replace("&amp;", "&"))
+        assert int(LIST_COUNT.search(response.content.decode()).group(1)) == int(n), href
