@@ -22,12 +22,13 @@ from functools import cached_property
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from annotator.models import (
     AdjudicationItem,
     Annotation,
+    ApiToken,
     Assignment,
     GoldLabel,
     LabelApplication,
@@ -317,3 +318,23 @@ def access_signatures(user, slug: str, *, annotator: str | None = None) -> Proje
         raise PermissionDenied("Only owners and adjudicators may see one annotator's labels")
     access.require_project_labels()
     return access.project
+
+
+def owned_projects(user) -> QuerySet[Project]:
+    """The projects `user` owns (an active owner membership): where they manage the ingest tokens."""
+    if not user.is_authenticated:
+        return Project.objects.none()
+    return Project.objects.filter(
+        memberships__user=user, memberships__role=Role.OWNER, memberships__active=True
+    ).distinct()
+
+
+def access_tokens(user) -> QuerySet[ApiToken]:
+    """The API tokens `user` may list and revoke: their own (scope full), and the ingest tokens of the
+    projects they own, whoever created them. Never another user's token, never a project's they do not own
+    (staff included: staff revoke other people's tokens in the Django admin)."""
+    if not user.is_authenticated:
+        return ApiToken.objects.none()
+    own = Q(user=user, project__isnull=True)
+    projects = Q(scope=ApiToken.Scope.INGEST, project__in=owned_projects(user).values("pk"))
+    return ApiToken.objects.filter(own | projects).select_related("project")

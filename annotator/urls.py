@@ -6,8 +6,10 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from annotator.outcomes import views as outcomes
 from annotator.search import views as saved_views
 from annotator.similar import views as similar
+from annotator.tokens import views as tokens
 from annotator.triage import views as triage
 from annotator.views import (
     adjudication,
@@ -57,6 +59,13 @@ auth_urls = [
         name="password-set-done",
     ),
 ]
+tokens_urls = [
+    path("account/tokens/", tokens.tokens_page, name="account-tokens"),
+    path("account/tokens/new/", tokens.create_token, name="account-token-create"),
+    path("account/tokens/revoke-all/", tokens.revoke_all_tokens, name="account-tokens-revoke-all"),
+    path("account/tokens/<int:token_id>/revoke/", tokens.revoke_token, name="account-token-revoke"),
+    path("account/tokens/p/<slug:slug>/new/", tokens.create_project_token, name="project-token-create"),
+]
 projects_urls = [
     path("p/<slug:slug>/", projects.project_detail, name="project-detail"),
 ]
@@ -79,6 +88,10 @@ members_urls = [
 imports_urls = [
     path("p/<slug:slug>/import/", imports.import_page, name="project-import"),
     path("p/<slug:slug>/import/<int:job_id>/", imports.import_job, name="project-import-job"),
+]
+outcomes_urls = [
+    path("p/<slug:slug>/outcomes/", outcomes.outcomes_page, name="project-outcomes"),
+    path("p/<slug:slug>/outcomes/import/", outcomes.import_outcomes, name="project-outcomes-import"),
 ]
 exports_urls = [
     path("p/<slug:slug>/export/", exports.export_page, name="project-export"),
@@ -220,10 +233,12 @@ urlpatterns = [
     *home_urls,
     *system_urls,
     *auth_urls,
+    *tokens_urls,
     *projects_urls,
     *new_project_urls,
     *members_urls,
     *imports_urls,
+    *outcomes_urls,
     *exports_urls,
     *queue_urls,
     *annotate_urls,

@@ -48,6 +48,7 @@ from annotator.models import (
 )
 from annotator.services.adjudication import do_check_trace
 from annotator.services.annotations import do_save_draft
+from annotator.services.api_tokens import do_issue_ingest_token
 from annotator.services.assignment import do_assign
 from annotator.services.evolution import do_preview_migration
 from annotator.services.llm.config import current_prompt, llm_rater
@@ -79,6 +80,8 @@ batch-list                    GET   login 403   403   403   403   403   403   40
 project-detail                GET   login 404   200   200   200   200   200   200   404   404
 project-import                GET   login 404   403   403   403   403   200   200   404   404
 project-import-job            GET   login 404   403   403   403   403   200   200   404   404
+project-outcomes              GET   login 404   403   403   403   403   200   200   404   404
+project-outcomes-import       POST  login 404   403   403   403   403   422   422   404   404
 project-export                GET   login 404   403   403   403   403   200   403   404   404
 project-export-job            GET   login 404   403   403   403   403   200   403   404   404
 project-export-download       GET   login 404   403   403   403   403   404   403   404   404
@@ -140,9 +143,17 @@ adjudication-release          POST  login 404   403   403   302   403   302   30
 adjudication-reopen           POST  login 404   403   403   302   403   302   302   404   404
 api-schema                    GET   401   200   200   200   200   200   200   200   200   200
 api-docs                      GET   login 200   200   200   200   200   200   200   200   200
-api-token                     POST  400   400   400   400   400   400   400   400   400   400
+api-token                     POST  400   200   200   200   200   200   200   200   200   200
+api-tokens                    GET   401   200   200   200   200   200   200   200   200   200
+api-token-revoke              DELETE 401   404   404   404   404   404   204   204   404   404
+account-tokens                GET   login 200   200   200   200   200   200   200   200   200
+account-token-create          POST  login 422   422   422   422   422   422   422   422   422
+account-tokens-revoke-all     POST  login 302   302   302   302   302   302   302   302   302
+account-token-revoke          POST  login 404   404   404   404   404   302   302   404   404
+project-token-create          POST  login 404   403   403   403   403   422   422   404   404
 api-import-start              POST  401   404   403   403   403   403   400   400   404   404
 api-import-status             GET   401   404   403   403   403   403   200   200   404   404
+api-outcomes-import           POST  401   404   403   403   403   403   400   400   404   404
 api-export-start              POST  401   404   403   403   403   403   202   403   404   404
 api-export-status             GET   401   404   403   403   403   403   200   403   404   404
 api-export-labels             GET   401   404   403   403   403   403   200   403   404   404
@@ -349,6 +360,7 @@ def world(project, owner, annotator_a, annotator_b, adjudicator, outsider):
         project=project, name="Failures", params=[["outcome", "failure"]], created_by=owner
     )
     do_build(do_request_build(project).pk)  # similar traces: the panel lists T2 beside T1
+    ingest_token, _ = do_issue_ingest_token(project, owner, name="agent")
     migration = do_preview_migration(project, [{"op": "edit", "code": "FM-1.1", "guidance": "sharper"}])
     kwargs = {
         "uidb64": link[-2],
@@ -367,6 +379,7 @@ def world(project, owner, annotator_a, annotator_b, adjudicator, outsider):
         "thread_id": thread.pk,
         "migration_id": migration.pk,
         "view_id": view.pk,
+        "token_id": ingest_token.pk,
         "figure": "prevalence",
         "format": "json",
     }

@@ -297,6 +297,10 @@ def _pairs(
                 sub[both], n_boot=n_boot, seed=settings.seed, ci=settings.ci, weights=w[both]
             )
         observed = matrix.observed_agreement[a, b]
+        ra, rb = r[:, a, :], r[:, b, :]
+        # Traces (weighted distinct rows) where both rated a mode and exactly one chose it: what the pair's
+        # row of a mode opens in the trace list (pair=a,b&disputed_mode=CODE).
+        n_disagree = (w[:, None] * ((ra >= 0) & (rb >= 0) & (ra != rb))).sum(axis=0)
         entry = {
             "a": data.raters[a],
             "b": data.raters[b],
@@ -311,10 +315,11 @@ def _pairs(
                 {
                     "code": info.code,
                     "n_items": row.n_items,
+                    "n_disagree": int(n_disagree[m]),
                     "cohen_kappa": estimate_json(row.cohen_kappa),
                     "kappa_ci": interval_json(row.kappa_ci, "cohen_kappa"),
                 }
-                for row, info in zip(pair_rows, data.modes, strict=True)
+                for m, (row, info) in enumerate(zip(pair_rows, data.modes, strict=True))
             ],
             "primary": None,
         }

@@ -151,6 +151,19 @@ class TraceFilterParams(serializers.Serializer):
     disputed_mode = serializers.CharField(
         required=False, help_text="A mode code the annotators disagree on (reviewers only)"
     )
+    pair = serializers.CharField(
+        required=False,
+        help_text="Two raters' usernames a,b: the traces both submitted; with disputed_mode, where only one "
+        "of the two chose it (reviewers only)",
+    )
+    sig_mode = serializers.CharField(
+        required=False,
+        help_text="A mode the failure signatures count on the trace under sig_source (reviewers only)",
+    )
+    sig_source = serializers.CharField(
+        required=False,
+        help_text="The label source of sig_mode: gold (default), union, agreed, annotator:NAME, gold+...",
+    )
     evidence_kind = serializers.ChoiceField(
         STEP_KINDS, required=False, help_text="A label's evidence on a step of this kind (reviewers only)"
     )

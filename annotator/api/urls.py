@@ -28,8 +28,10 @@ from annotator.api import (
     tokens,
     traces,
 )
+from annotator.outcomes import api as outcomes
 from annotator.search import api as saved_views
 from annotator.similar import api as similar
+from annotator.tokens import api as token_list
 from annotator.triage import api as triage
 from taxonomy.api import TaxonomyViewSet
 
@@ -46,6 +48,8 @@ schema_urls = [
 ]
 token_urls = [
     path("token/", tokens.IssueToken.as_view(), name="api-token"),
+    path("tokens/", token_list.tokens, name="api-tokens"),
+    path("tokens/<int:token_id>/", token_list.token, name="api-token-revoke"),
 ]
 admin_urls = [
     path("projects/<slug:slug>/settings/", admin.project_settings, name="api-project-settings"),
@@ -60,6 +64,9 @@ label_imports_urls = [
 imports_urls = [
     path("projects/<slug:slug>/imports/", imports.start_import, name="api-import-start"),
     path("projects/<slug:slug>/imports/<int:job_id>/", imports.import_status, name="api-import-status"),
+]
+outcomes_urls = [
+    path("projects/<slug:slug>/outcomes/", outcomes.import_outcomes, name="api-outcomes-import"),
 ]
 exports_urls = [
     path("projects/<slug:slug>/exports/", exports.start_export, name="api-export-start"),
@@ -215,6 +222,7 @@ urlpatterns = [
     *admin_urls,
     *label_imports_urls,
     *imports_urls,
+    *outcomes_urls,
     *exports_urls,
     *traces_urls,
     *saved_views_urls,

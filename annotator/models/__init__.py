@@ -6,6 +6,7 @@ from annotator.models.discussions import Comment, Mention, Thread
 from annotator.models.evolution import ModeRecheck, TaxonomyMigration
 from annotator.models.jobs import ImportJob, JobStatus
 from annotator.models.llm import LLMConfig, LLMRun, LLMTraceResult, PromptTemplate
+from annotator.models.outcomes import OutcomeImport
 from annotator.models.projects import (
     Assignment,
     CalibrationItem,
@@ -49,6 +50,7 @@ __all__ = [
     "Mention",
     "ModeProposal",
     "ModeRecheck",
+    "OutcomeImport",
     "Project",
     "ProjectTrace",
     "PromptTemplate",

@@ -25,7 +25,17 @@ ORDERINGS = ("external_id", "model", "outcome", "score", "steps", "batch", "crea
 # Parameters whose answer depends on other raters' labels, the gold or answer keys: held back from anyone
 # still blind on a trace they would reveal (annotator.search.service).
 LABEL_PARAMS = frozenset(
-    {"gold_mode", "human_mode", "llm_mode", "disputed_mode", "evidence_kind", "evidence_tool"}
+    {
+        "gold_mode",
+        "human_mode",
+        "llm_mode",
+        "disputed_mode",
+        "evidence_kind",
+        "evidence_tool",
+        "pair",
+        "sig_mode",
+        "sig_source",
+    }
 )
 
 MAX_TEXT = 200
@@ -62,6 +72,13 @@ class TraceFilter:
     disputed_mode: str = ""
     evidence_kind: str = ""
     evidence_tool: str = ""
+    # Two raters' usernames, "a,b": the traces both submitted (with disputed_mode: where exactly one of the
+    # two chose it). What a cell of the agreement report's pair tables opens.
+    pair: str = ""
+    # A mode as the failure signatures count it under a label source (gold, union, agreed, gold+union,
+    # annotator:NAME, ...; default gold): what a cell of the signatures' tables opens.
+    sig_mode: str = ""
+    sig_source: str = ""
     tool: str = ""
     tool_args: str = ""
     q: str = ""
@@ -209,6 +226,24 @@ def _meta(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+def pair_names(value: str) -> tuple[str, str]:
+    """The two usernames of a `pair` value ("alice,bob")."""
+    first, _, second = value.partition(",")
+    return first, second
+
+
+def _pair(params: Mapping[str, Any]) -> str:
+    value = _one(params, "pair")
+    if not value:
+        return ""
+    names = [name.strip() for name in value.split(",")]
+    if len(names) != 2 or not all(names) or names[0] == names[1]:
+        raise FilterError("pair", f"'{value[:60]}' is not two different raters' usernames, a,b")
+    if any(len(name) > 150 for name in names):
+        raise FilterError("pair", "a username is at most 150 characters")
+    return ",".join(names)
+
+
 def parse(params: Mapping[str, Any]) -> TraceFilter:
     """Read a filter from query parameters (a QueryDict, a dict of strings or of lists). Unknown parameters
     are left alone (`page`, `page_size`, `format` belong to the caller)."""
@@ -238,12 +273,17 @@ def parse(params: Mapping[str, Any]) -> TraceFilter:
         disputed_mode=_mode(params, "disputed_mode"),
         evidence_kind=_choice(params, "evidence_kind", STEP_KINDS),
         evidence_tool=_one(params, "evidence_tool"),
+        pair=_pair(params),
+        sig_mode=_mode(params, "sig_mode"),
+        sig_source=_one(params, "sig_source"),
         tool=_one(params, "tool"),
         tool_args=_one(params, "tool_args"),
         q=q,
         like=_trace_id(params, "like"),
         ordering=ordering,
     )
+    if found.sig_source and not found.sig_mode:
+        raise FilterError("sig_source", "says whose labels sig_mode counts: give sig_mode too")
     if found.score_min is not None and found.score_max is not None and found.score_min > found.score_max:
         raise FilterError("score_max", "is below score_min")
     if found.steps_min is not None and found.steps_max is not None and found.steps_min > found.steps_max:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import connection, transaction
 from django.db.models import (
@@ -33,7 +34,8 @@ from django.db.models.fields.json import KeyTransform
 from annotator.access import ProjectAccess
 from annotator.models import AdjudicationItem, Annotation, Assignment, GoldLabel, LabelApplication
 from annotator.models.raters import Rater, RaterKind
-from annotator.search.filters import FilterError, TraceFilter, snippet
+from annotator.search.filters import FilterError, TraceFilter, pair_names, snippet
+from annotator.search.signature_filter import signature_q
 from taxonomy.models import FailureMode
 from traces.models import Step, Trace
 
@@ -290,6 +292,30 @@ def _disputed_q(ctx: _Context, code: str) -> Q:
     )
 
 
+def pair_q(ctx: _Context, pair: str, code: str = "") -> Q:
+    """Traces both raters of `pair` ("a,b") submitted (their work annotations, whatever kind of rater);
+    with `code`, those where exactly one of the two chose that mode: a cell of the agreement report's pair
+    tables. FilterError names an unknown rater."""
+    names = pair_names(pair)
+    users = dict(get_user_model().objects.filter(username__in=names).values_list("username", "pk"))
+    for name in names:
+        if name not in users:
+            raise FilterError("pair", f"no rater '{name}'")
+    both = Q()
+    chose = []
+    for name in names:
+        submitted = ctx.submitted(filling=False).filter(assignment__annotator_id=users[name])
+        both &= Q(pk__in=submitted.values("assignment__trace_id"))
+        if code:
+            with_mode = LabelApplication.objects.filter(
+                mode_id=ctx.modes[code], annotation__in=submitted.values("pk")
+            )
+            chose.append(Q(pk__in=with_mode.values("annotation__assignment__trace_id")))
+    if not code:
+        return both
+    return both & ((chose[0] & ~chose[1]) | (~chose[0] & chose[1]))
+
+
 def _evidence_sql(flt: TraceFilter, project_id: int) -> RawSQL:
     """Trace ids with a submitted label whose evidence names a step of the kind / tool asked for. Evidence
     is a JSON list of {"step": n, ...} on the label, so this joins through it per database."""
@@ -362,10 +388,14 @@ def filtered_traces(access: ProjectAccess, flt: TraceFilter) -> QuerySet[Trace] 
     if flt.llm_mode:
         llm = ctx.labels(flt.llm_mode).filter(annotation__assignment__annotator_id__in=ctx.llm_ids)
         traces = traces.filter(pk__in=llm.values("annotation__assignment__trace_id"))
-    if flt.disputed_mode:
+    if flt.pair:
+        traces = traces.filter(pair_q(ctx, flt.pair, flt.disputed_mode))
+    elif flt.disputed_mode:
         traces = traces.filter(_disputed_q(ctx, flt.disputed_mode))
     if flt.evidence_kind or flt.evidence_tool:
         traces = traces.filter(pk__in=_evidence_sql(flt, access.project.pk))
+    if flt.sig_mode:
+        traces = traces.filter(signature_q(access, flt.sig_mode, flt.sig_source or "gold"))
     return _ordered(traces, flt)
 
 

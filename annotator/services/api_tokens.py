@@ -8,6 +8,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from annotator.access import access_tokens
 from annotator.models import ApiToken
 
 log = logging.getLogger(__name__)
@@ -53,3 +54,13 @@ def do_revoke_tokens(user) -> int:
     returns how many there were."""
     deleted, _ = ApiToken.objects.filter(user=user, project__isnull=True).delete()
     return deleted
+
+
+def do_revoke_token(user, token_id: int) -> ApiToken:
+    """Revoke one token that `user` may revoke (annotator.access.access_tokens: their own, or an ingest
+    token of a project they own); returns the deleted row (its pk is gone, its prefix and name kept for the
+    message). ApiToken.DoesNotExist for any other id: someone else's token and a missing one look alike."""
+    token = access_tokens(user).get(pk=token_id)
+    token.delete()
+    log.info("API token %s… revoked by %s", token.prefix, user)
+    return token

@@ -27,6 +27,7 @@ from annotator.models import (
     AnnotationDeletion,
     Assignment,
     GoldHistory,
+    OutcomeImport,
     Project,
     ProjectTrace,
     Role,
@@ -135,6 +136,9 @@ def _version_parts(project: Project, query: SignatureQuery) -> dict[str, object]
         "taxonomy_version": project.taxonomy_version_id,
         "traces": _held_traces(project),
         "newest_trace": _newest_trace(),
+        # Outcomes set after the import (annotator.outcomes): the newest such import of any project, since a
+        # trace may be held by several. Not followed trace by trace: a new one means a full computation.
+        "outcomes": OutcomeImport.objects.order_by("-pk").values_list("pk", flat=True).first(),
     }
     if query.use_gold:  # every change to gold labels is a GoldHistory row
         parts["gold"] = (

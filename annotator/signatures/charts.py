@@ -9,7 +9,7 @@ into "37,5%". Pure Python on the result dataclasses: no Django, testable alone.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from annotator.signatures.contrast import FATAL_MIN_RELATIVE_INCREASE, MIN_TRACES_PER_OUTCOME
 from annotator.signatures.position import DECILES
@@ -65,6 +65,11 @@ class Cell:
     title: str
     shade: str  # opacity of the accent colour, "0.000".."1.000"
     dark: bool  # white text on a dark cell
+    # For a cell that opens its traces (the prevalence heatmap): how many, and the trace-list filter
+    # (dimension, value) of its column; "" when the column's value cannot be filtered on (none recorded).
+    count: int | None = None
+    param: str = ""
+    value: str = ""
 
 
 def _bar(p: Proportion, name: str, axis: float) -> Bar:
@@ -167,7 +172,8 @@ def _heatmap(tables, observed: list[str], names: dict[str, str]) -> dict:
                     f"{key} with {table.dimension} {g.value}: {p.count}/{p.total} = {pct(p.rate.value)} "
                     f"(95% CI {pct(p.low)}{DASH}{pct(p.high)})"
                 )
-                cells.append(_cell(pct(p.rate.value, 0), title, p.rate.value / top))
+                cell = _cell(pct(p.rate.value, 0), title, p.rate.value / top)
+                cells.append(replace(cell, count=p.count, param=table.dimension, value=g.value or ""))
             parts.append(cells)
         rows.append({"code": key, "name": names[key], "parts": parts})
     dimensions = [
@@ -243,6 +249,8 @@ def _contrast_rows(s: Signatures, names: dict[str, str]) -> dict:
             "classification": row.classification,
             "failed": _bar(row.in_failed, names[row.key], axis) if row.in_failed.total else None,
             "success": _bar(row.in_successful, names[row.key], axis) if row.in_successful.total else None,
+            "n_failed": row.in_failed.count,
+            "n_successful": row.in_successful.count,
             "relative": _relative_text(row),
             "prior_fatal": prior[row.key],
             "warnings": [WARNING_TEXT[w] for w in row.warnings],

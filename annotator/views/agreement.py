@@ -85,6 +85,12 @@ def report_context(
             confusion=display.confusion(results),
             names=display.mode_names(results),
             kappa_key=results["kappa_statistic"],
+            # The trace list is for owners and adjudicators: a viewer's cells open nothing.
+            drill=display.drill_query(filters)
+            if getattr(project, "access", None) and project.access.is_reviewer
+            else None,
+            mode_disagree=display.mode_disagreements(results),
+            only_pair=(results.get("pairs") or [None])[0] if len(results.get("pairs") or []) == 1 else None,
         )
     return context
 

@@ -6,6 +6,8 @@ import io
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.http import QueryDict
+
 from annotator.csvsafe import csv_writer
 
 STATISTICS = (
@@ -155,3 +157,32 @@ def report_csv(results: dict[str, Any]) -> str:
 
 def _num(value: float | None) -> str:
     return "" if value is None else repr(value)
+
+
+# Report filters the trace list can say too (batch; `where k=v` is the list's `meta=k:v`); `annotators` only
+# picks which raters the report compares, and a pair names its two. Others (dates, a round, a view) select
+# annotations the list cannot: their cells open nothing rather than a list that does not add up.
+_DRILLABLE = frozenset({"batch", "where", "annotators"})
+
+
+def drill_query(filters: dict[str, Any]) -> str | None:
+    """The trace-list query of the report's filters ("" for none, "&batch=..." otherwise), or None when
+    the report's cells cannot open their traces (see _DRILLABLE)."""
+    if set(filters) - _DRILLABLE:
+        return None
+    query = QueryDict(mutable=True)
+    if filters.get("batch"):
+        query["batch"] = filters["batch"]
+    where = filters.get("where") or []
+    query.setlist("meta", [":".join(item.split("=", 1)) for item in where if "=" in item])
+    encoded = query.urlencode()
+    return f"&{encoded}" if encoded else ""
+
+
+def mode_disagreements(results: dict[str, Any]) -> dict[str, int]:
+    """With exactly two raters, mode code -> traces where one chose it and the other did not (the main
+    table's "Disagree" column); {} otherwise or for a report stored before the count existed."""
+    pairs = results.get("pairs") or []
+    if len(pairs) != 1:
+        return {}
+    return {m["code"]: m["n_disagree"] for m in pairs[0]["modes"] if "n_disagree" in m}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 
 from annotator.csvsafe import csv_writer
@@ -37,9 +37,26 @@ def signatures_page(request: HttpRequest, slug: str) -> HttpResponse:
         "query_string": request.GET.urlencode(),
         "saved_views": [row for row in project_views(project.access) if row.usable],
         "view_chosen": request.GET.get("view", ""),
+        "drill": drill_query(project, query),
     }
     template = PARTIAL if request.htmx else PAGE
     return render(request, template, context, status=400 if error else 200)
+
+
+def drill_query(project, query) -> str | None:
+    """The trace-list parameters a cell of the signatures' tables adds to its mode and outcome: the label
+    source and the filters, when the trace list can say them too (one value per filter, no saved view, no
+    comparison) and the reader may open the list (owners and adjudicators); else None (cells open nothing)."""
+    if query is None or query.view or query.compare or not project.access.is_reviewer:
+        return None
+    filters = query.filters()
+    if any(len(values) > 1 for values in filters.values()):
+        return None
+    params = QueryDict(mutable=True)
+    params["sig_source"] = query.source
+    for name, values in filters.items():
+        params[name] = values[0]
+    return "&" + params.urlencode()
 
 
 def signatures_csv(request: HttpRequest, slug: str, figure: str) -> HttpResponse:

@@ -113,6 +113,9 @@ def test_every_operation_answers_its_documented_shapes(
     # Credentials, projects, taxonomies.
     expect(APIClient(), "post", "/api/token/", 200, {"username": "olivia-owner", "password": PASSWORD})
     expect(APIClient(), "post", "/api/token/", 400, {"username": "olivia-owner", "password": "nope"})
+    mine = expect(o, "get", "/api/tokens/", 200).json()
+    expect(x, "delete", f"/api/tokens/{mine[0]['id']}/", 404)
+    expect(o, "delete", f"/api/tokens/{mine[0]['id']}/", 204)
     expect(APIClient(), "get", "/api/projects/", 401)
     expect(o, "get", "/api/projects/", 200)
     expect(o, "get", f"/api/projects/{w['slug']}/", 200)
@@ -286,6 +289,13 @@ def test_every_operation_answers_its_documented_shapes(
     expect(o, "post", f"{api}/label-imports/", 201, {"files": [good]}, format="multipart")
     bad = _labels({"trace": "no-such-trace", "annotator": "r1", "no_failure": True})
     expect(o, "post", f"{api}/label-imports/", 400, {"files": [bad]}, format="multipart")
+
+    # Outcomes from a results file (owners): all or nothing.
+    scores = f"external_id,score\n{fresh.external_id},0.5\n".encode()
+    sent = {"file": SimpleUploadedFile("scores.csv", scores), "dry_run": True}
+    expect(o, "post", f"{api}/outcomes/", 200, sent, format="multipart")
+    unknown = {"file": SimpleUploadedFile("scores.csv", b"external_id,score\nno-such-trace,1\n")}
+    expect(o, "post", f"{api}/outcomes/", 400, unknown, format="multipart")
 
     # LLM settings, key, prompt, dry run, stop (owners).
     expect(o, "get", f"{api}/llm-settings/", 200)

@@ -24,14 +24,15 @@ def owner_client(client, gold_people):
 
 
 def test_the_page_shows_every_figure_in_few_queries(owner_client, django_assert_max_num_queries):
-    # 17 queries whatever the number of traces (2 session and user, 2 access, 3 data version lookups,
+    # 18 queries whatever the number of traces (2 session and user, 2 access, 4 data version lookups (the
+    # newest outcomes import among them),
     # 3 arrays, 1 evidence, 2 filter choices and 3 lookups of their versions, 1 of the modes the stored
     # counts are for), plus the savepoint and SET LOCAL jit and work_mem around the reads on PostgreSQL;
     # asked again, the page answers from the stored figures and filter choices (lookups only: no arrays,
     # no evidence, no scan).
-    with django_assert_max_num_queries(17 if connection.vendor == "sqlite" else 21):
+    with django_assert_max_num_queries(18 if connection.vendor == "sqlite" else 22):
         owner_client.get(f"{PAGE}?compare_a=before&compare_b=after")
-    with django_assert_max_num_queries(10):
+    with django_assert_max_num_queries(11):  # the data version (4 lookups) says nothing changed
         response = owner_client.get(f"{PAGE}?compare_a=before&compare_b=after")
     html = response.content.decode()
     assert response.status_code == 200

@@ -33,6 +33,8 @@ PURE_MODULES = [
     "annotator.search.filters",
     "annotator.similar",
     "annotator.similar.vectors",
+    "annotator.outcomes",
+    "annotator.outcomes.parse",
     "traces.importers",
     "traces.render",
     "taxonomy.schema",
