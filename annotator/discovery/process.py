@@ -408,4 +408,3 @@ class _Flight:
                 tokens_used=F("tokens_used") + tokens,
                 heartbeat_at=timezone.now(),
             )
-

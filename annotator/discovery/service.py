@@ -13,16 +13,19 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
 from django.db import connections, transaction
+from django.http import Http404
 from django.utils import timezone
 
-from annotator.access import ProjectAccess
-from annotator.models import DiscoveryRun, ModeProposal, Project
+from annotator.access import MANAGE_ROLES, REVIEW_ROLES, ProjectAccess
+from annotator.models import CalibrationRound, DiscoveryAnswer, DiscoveryRun, ModeProposal, Project
 from annotator.search.saved import find_view
 from annotator.services.jobs import send_job
 from annotator.services.llm.config import current_prompt, get_config
 from annotator.services.llm.runs import LLMRunError, check_run_settings, endpoint_snapshot, view_run_ids
 from annotator.services.proposals import project_proposals, proposal_groups
+from annotator.services.rounds import TraceChoice, do_open_round
 from traces.models import Trace
 
 log = logging.getLogger(__name__)
@@ -101,7 +104,7 @@ def _thresholds(kappa_min: float, coverage_min: float) -> None:
             raise DiscoveryError(f"The {name} threshold must be between -1 and 1.")
 
 
-def _size(value: int, what: str) -> int:
+def check_size(value: int, what: str) -> int:
     if not 1 <= int(value) <= MAX_SAMPLE:
         raise DiscoveryError(f"The {what} must be from 1 to {MAX_SAMPLE:,} traces.")
     return int(value)
@@ -182,7 +185,10 @@ def do_start_discovery(
     kind, value = parse_scope(scope)
     ids = scope_ids(access, kind, value)
     induce, held = split_sample(
-        ids, _size(sample, "sample"), _size(gate_sample, "gate sample"), seed=f"{project.pk}:{scope}"
+        ids,
+        check_size(sample, "sample"),
+        check_size(gate_sample, "gate sample"),
+        seed=f"{project.pk}:{scope}",
     )
     if len(induce) < 3 or not held:
         raise DiscoveryError(f"The scope {scope} holds {len(ids)} traces: discovery needs at least 4.")
@@ -239,7 +245,7 @@ def do_start_gate(
         kind=DiscoveryRun.Kind.GATE,
         phase=DiscoveryRun.Phase.GATE,
         scope={"kind": kind, "value": value, "traces": len(ids)},
-        held_ids=sorted(pool[: _size(sample, "sample")]),
+        held_ids=sorted(pool[: check_size(sample, "sample")]),
         raters=raters,
         candidates=list(candidates),
         kappa_min=kappa_min,
@@ -372,3 +378,62 @@ def do_send_to_proposals(run: DiscoveryRun, *, actor) -> list[ModeProposal]:
             )
         )
     return created
+
+
+def candidate_trace_ids(run: DiscoveryRun) -> list[int]:
+    """The traces the candidates speak of: their examples and the held-out traces a rater marked them on."""
+    ids = {e["trace"] for c in run.candidates for e in c.get("examples", [])}
+    marked = DiscoveryAnswer.objects.filter(run=run, phase=DiscoveryAnswer.Phase.GATE, ok=True)
+    codes = {c["code"] for c in run.candidates}
+    for trace_id, answer in marked.values_list("trace_id", "answer"):
+        if codes & {label["code"] for label in answer.get("labels", [])}:
+            ids.add(trace_id)
+    return sorted(ids)
+
+
+def do_open_candidate_round(
+    run: DiscoveryRun, *, name: str, annotators: Sequence[str], actor=None
+) -> CalibrationRound:
+    """A calibration round on the traces the candidates speak of (outside other rounds), so people label
+    them before the codebook changes and their labels can be set beside the gate's. RoundError as
+    annotator.services.rounds says."""
+    taken = set(CalibrationRound.objects.filter(project=run.project).values_list("traces", flat=True))
+    chosen = [pk for pk in candidate_trace_ids(run) if pk not in taken]
+    if len(chosen) < 2:
+        raise DiscoveryError("The candidates speak of fewer than 2 traces outside other rounds.")
+    with transaction.atomic():
+        round_ = do_open_round(
+            run.project,
+            name=name,
+            annotators=list(annotators),
+            choice=TraceChoice(ids=tuple(chosen)),
+            actor=actor,
+        )
+        round_.selection = {"how": f"discovery run {run.pk} candidates", "run": run.pk, "n": len(chosen)}
+        round_.save(update_fields=["selection"])
+    return round_
+
+
+def visible_runs(access: ProjectAccess):
+    """The project's discovery and gate runs, for owners and adjudicators."""
+    access.require(REVIEW_ROLES)
+    return DiscoveryRun.objects.filter(project=access.project).order_by("-created_at")
+
+
+def access_run(access: ProjectAccess, run_id: int, *, manage: bool = False) -> DiscoveryRun:
+    """A run of the project (404 otherwise) for owners and adjudicators (owners only with `manage`); 403
+    while the reader is blind on any trace the run read: its analyses, quotes and candidates come from them."""
+    access.require(MANAGE_ROLES if manage else REVIEW_ROLES)
+    run = DiscoveryRun.objects.filter(project=access.project, pk=run_id).first()
+    if run is None:
+        raise Http404("No such discovery run in this project")
+    if blind_on_run(access, run):
+        raise PermissionDenied(
+            "You still have traces to annotate that this run read. Its analyses, quotes and candidates come "
+            "from them, so it opens once you have submitted them (blind labelling)."
+        )
+    return run
+
+
+def blind_on_run(access: ProjectAccess, run: DiscoveryRun) -> bool:
+    return access.blind_assignments().filter(trace_id__in=list(run.seen_trace_ids)).exists()
