@@ -148,7 +148,8 @@ def _bad(error: Exception) -> Response:
     return error_response(str(error), status=status.HTTP_400_BAD_REQUEST, errors=[str(error)])
 
 
-def _body(run) -> dict:
+def run_body(run) -> dict:
+    """The run as the API answers it (and `discover_modes --json` / `gate_modes --json` print it)."""
     return DiscoveryRunSerializer(results_view(run)).data
 
 
@@ -188,7 +189,7 @@ def runs(request, slug: str):
         )
     except DiscoveryError as error:
         return _bad(error)
-    return Response(_body(run), status=status.HTTP_201_CREATED)
+    return Response(run_body(run), status=status.HTTP_201_CREATED)
 
 
 @extend_schema(
@@ -241,14 +242,14 @@ def gate(request, slug: str):
         )
     except (DiscoveryError, MigrationError) as error:
         return _bad(error)
-    return Response(_body(run), status=status.HTTP_201_CREATED)
+    return Response(run_body(run), status=status.HTTP_201_CREATED)
 
 
 @extend_schema(summary="A discovery or gate run with its results", responses={200: DiscoveryRunSerializer})
 @api_view(["GET"])
 def run_detail(request, slug: str, run_id: int):
     access = ProjectAccess.load(request.user, slug).require(REVIEW_ROLES)
-    return Response(_body(access_run(access, run_id)))
+    return Response(run_body(access_run(access, run_id)))
 
 
 def _owned(request, slug: str, run_id: int):
@@ -265,7 +266,7 @@ def stop(request, slug: str, run_id: int):
     if not do_stop_discovery(run):
         return _bad(DiscoveryError(f"Run {run.pk} is not running."))
     run.refresh_from_db()
-    return Response(_body(run))
+    return Response(run_body(run))
 
 
 @extend_schema(
@@ -279,7 +280,7 @@ def resume(request, slug: str, run_id: int):
     if not do_resume_discovery(run, background=is_eager()):
         return _bad(DiscoveryError(f"Run {run.pk} cannot be resumed (it is active or has finished)."))
     run.refresh_from_db()
-    return Response(_body(run))
+    return Response(run_body(run))
 
 
 class DiscoverySentSerializer(serializers.Serializer):
