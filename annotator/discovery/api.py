@@ -84,6 +84,7 @@ class DiscoveryRunSerializer(serializers.Serializer):
     tokens_used = serializers.IntegerField()
     kappa_min = serializers.FloatField()
     coverage_min = serializers.FloatField()
+    grouped_by = serializers.CharField(allow_blank=True, help_text='"tf-idf" or "embeddings (MODEL)"')
     coverage = serializers.FloatField(allow_null=True)
     codebook_passes = serializers.BooleanField(allow_null=True)
     candidates = DiscoveryCandidateSerializer(many=True)

@@ -27,6 +27,10 @@ MAX_TEXT = 1_000
 MAX_QUOTE = 500
 MAX_GROUP_SHOWN = 12
 MIN_EXAMPLES = 3
+# Cosine distance under which groups merge: TF-IDF rows of the same failure share few words (0.75); dense
+# embeddings of the same failure sit much closer (0.35).
+TFIDF_THRESHOLD = 0.75
+EMBEDDING_THRESHOLD = 0.35
 CODE = re.compile(r"^[A-Za-z][A-Za-z0-9._-]{0,19}$")
 
 ANALYSE_INSTRUCTIONS = """\
@@ -200,7 +204,7 @@ def tfidf_vectors(texts: Sequence[str]) -> np.ndarray:
 
 
 def group_vectors(
-    vectors: np.ndarray, *, threshold: float = 0.75, min_support: int = MIN_EXAMPLES
+    vectors: np.ndarray, *, threshold: float = TFIDF_THRESHOLD, min_support: int = MIN_EXAMPLES
 ) -> list[list[int]]:
     """Rows grouped by average-linkage clustering on cosine distance (groups merge while their average
     distance is under `threshold`); groups smaller than `min_support` are left out. Largest first."""

@@ -47,6 +47,7 @@ from traces.models import Step, Trace
 log = logging.getLogger(__name__)
 
 WAKE_SECONDS = 5.0
+EMBED_BATCH = 64
 LOCK_SECONDS = 900
 
 
@@ -113,6 +114,8 @@ class _Phases:
             finish(run.pk, DiscoveryRun.Status.SUCCEEDED)
         except LLMConfigError as error:
             finish(run.pk, DiscoveryRun.Status.FAILED, error=str(error))
+        except LLMError as error:  # the embeddings request, which has no per-item retry of its own
+            finish(run.pk, DiscoveryRun.Status.FAILED, error=f"embeddings: {error}")
 
     def _set_phase(self, phase: str, **fields: Any) -> None:
         self.run.phase = phase
@@ -149,11 +152,44 @@ class _Phases:
         return [induce.Analysis.from_dict(a) for row in rows for a in row.answer.get("failures", [])]
 
     def _groups(self) -> list[list[induce.Analysis]]:
-        """The uncovered analyses grouped by their words (deterministic: the same analyses, the same groups)."""
+        """The uncovered analyses grouped by their words (TF-IDF), or by the endpoint's embeddings when the
+        owner set an embedding model. Kept with the run once computed, so a resumed run names the same
+        groups (embeddings are not asked twice)."""
         loose = induce.uncovered(self._analyses())
-        vectors = induce.tfidf_vectors([a.text for a in loose]) if loose else None
-        rows = induce.group_vectors(vectors) if vectors is not None else []
-        return [[loose[i] for i in group] for group in rows]
+        stored = (self.run.results or {}).get("groups")
+        if stored is None:
+            model = self.run.endpoint.get("embedding_model") or ""
+            texts = [a.text for a in loose]
+            if not loose:
+                rows = []
+            elif model:
+                rows = induce.group_vectors(self._embed(texts, model), threshold=induce.EMBEDDING_THRESHOLD)
+            else:
+                rows = induce.group_vectors(induce.tfidf_vectors(texts))
+            stored = [list(group) for group in rows]
+            self.run.results = {
+                "groups": stored,
+                "grouped_by": f"embeddings ({model})" if model else "tf-idf",
+            }
+            DiscoveryRun.objects.filter(pk=self.run.pk).update(results=self.run.results)
+        return [[loose[i] for i in group] for group in stored]
+
+    def _embed(self, texts: list[str], model: str):
+        """Unit vectors from the endpoint's /embeddings, EMBED_BATCH texts a request."""
+        import numpy as np
+
+        client = make_client(_Shim(self.run, model), **self.client_options)
+        rows: list[list[float]] = []
+        with client:
+            for start in range(0, len(texts), EMBED_BATCH):
+                found = client.embed(texts[start : start + EMBED_BATCH], model)
+                rows.extend(found.vectors)
+                DiscoveryRun.objects.filter(pk=self.run.pk).update(
+                    tokens_used=F("tokens_used") + found.total_tokens
+                )
+        vectors = np.asarray(rows, dtype=float)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
 
     def _naming_asks(self, groups: list[list[induce.Analysis]]) -> Iterator[Ask]:
         run, done = self.run, self._answered(DiscoveryAnswer.Phase.NAME)
@@ -230,6 +266,7 @@ class _Phases:
             kappa_min=run.kappa_min,
             coverage_min=run.coverage_min,
         )
+        results["grouped_by"] = (run.results or {}).get("grouped_by", "")
         DiscoveryRun.objects.filter(pk=run.pk).update(results=results)
         run.results = results
 

@@ -26,7 +26,7 @@ def methods_paragraph(run: DiscoveryRun) -> str:
         f"Candidate failure modes were induced from a random sample of {len(run.induction_ids)} traces of "
         f"{_scope(run)} with the model {run.model}. For each trace the model described what went wrong, the "
         "steps where it shows, verbatim quotes from those steps, and which of the current modes cover it. "
-        "Analyses no current mode covers were represented by TF-IDF vectors (scikit-learn) and grouped by "
+        f"Analyses no current mode covers were represented by {_vectors(run)} and grouped by "
         "average-linkage clustering on cosine distance; groups of at least three traces were named and "
         "defined by the model, with examples citing trace, step and quote. Consolidation was done by code: "
         "a candidate any of whose example quotes was not found verbatim in the cited step was dropped, a "
@@ -34,6 +34,13 @@ def methods_paragraph(run: DiscoveryRun) -> str:
         "as a restatement of that mode, and near-duplicate candidates (cosine >= 0.5) were merged. "
         + gate.replace("held-out traces", "held-out traces that induction did not see", 1)
     )
+
+
+def _vectors(run: DiscoveryRun) -> str:
+    grouped_by = (run.results or {}).get("grouped_by") or ""
+    if grouped_by.startswith("embeddings"):
+        return f"the endpoint's {grouped_by}"
+    return "TF-IDF vectors (scikit-learn)"
 
 
 def _scope(run: DiscoveryRun) -> str:
@@ -83,6 +90,7 @@ def results_view(run: DiscoveryRun) -> dict[str, Any]:
         "tokens_used": run.tokens_used,
         "kappa_min": run.kappa_min,
         "coverage_min": run.coverage_min,
+        "grouped_by": results.get("grouped_by") or "",
         "coverage": results.get("coverage"),
         "codebook_passes": results.get("codebook_passes"),
         "candidates": candidates,

@@ -265,7 +265,7 @@ def _create(project, config, model, actor, enqueue, background, **fields) -> Dis
         run = DiscoveryRun.objects.create(
             project=project,
             model=model,
-            endpoint=endpoint_snapshot(config, model),
+            endpoint={**endpoint_snapshot(config, model), "embedding_model": config.embedding_model},
             instructions=current_prompt(project).instructions,
             token_cap=config.token_cap,
             created_by=actor,

@@ -77,6 +77,12 @@ class LLMConfig(models.Model):
     window_overlap_steps = models.PositiveSmallIntegerField(
         default=2, help_text="Steps that consecutive windows share (0 to 20)"
     )
+    # Discovery groups its analyses by these vectors when set (annotator.discovery), else by TF-IDF.
+    embedding_model = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="A model of this endpoint's /embeddings for discovery's grouping (empty: TF-IDF, no request)",
+    )
     json_mode = models.BooleanField(default=True, help_text='Send response_format={"type": "json_object"}')
     show_to_annotators = models.BooleanField(
         default=False, help_text="After submitting their own annotation, annotators see the LLM's labels"

@@ -54,6 +54,7 @@ class LLMConfigForm(forms.ModelForm):
             "max_trace_chars",
             "long_traces",
             "window_overlap_steps",
+            "embedding_model",
             "json_mode",
             "show_to_annotators",
         ]
@@ -67,6 +68,7 @@ class LLMConfigForm(forms.ModelForm):
             "max_trace_chars": "Trace budget (characters)",
             "long_traces": "Traces over the budget",
             "window_overlap_steps": "Window overlap (steps)",
+            "embedding_model": "Embedding model (discovery)",
             "prompt_price_per_million": "Price per million prompt tokens",
             "completion_price_per_million": "Price per million completion tokens",
             "json_mode": "Ask for JSON mode",

@@ -44,6 +44,7 @@ class DiscoveryModel:
     def __init__(self, *, bad_quote: str = "", latency: float = 0.0) -> None:
         self.bad_quote, self.latency = bad_quote, latency
         self.models_seen: list[str] = []
+        self.embedded = 0
 
     def reply(self, body: dict) -> str:
         self.models_seen.append(str(body.get("model")))
@@ -54,6 +55,21 @@ class DiscoveryModel:
         if system.startswith("Below are analyses"):
             return json.dumps(self._name(user))
         return json.dumps(self._gate(system, user, str(body.get("model"))))
+
+    def embed(self, body: dict) -> dict:
+        """Vectors as an embedding model gives them: texts that mean the same land close. Here a hashed bag
+        of the words of the text's pattern, so the three wordings of one pattern share one direction."""
+        self.embedded += len(body["input"])
+        self.models_seen.append(str(body.get("model")))
+        rows = []
+        for i, text in enumerate(body["input"]):
+            pattern = next((p for p in PATTERNS if any(d in text for d in p.descriptions)), None)
+            words = (pattern.definition if pattern else text).lower().split()
+            vector = [0.0] * 64
+            for word in words:
+                vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
+            rows.append({"index": i, "embedding": vector})
+        return {"data": rows, "usage": {"prompt_tokens": 10 * len(rows), "total_tokens": 10 * len(rows)}}
 
     def _analyse(self, user: str) -> dict:
         external = TRACE.search(user).group(1)
@@ -150,13 +166,15 @@ class DiscoveryStandIn:
                 try:
                     if standin.model.latency:
                         time.sleep(standin.model.latency)  # the model thinking (the bench measures waiting)
-                    content = standin.model.reply(body)
-                    data = json.dumps(
-                        {
+                    if self.path.endswith("/embeddings"):
+                        payload = standin.model.embed(body)
+                    else:
+                        content = standin.model.reply(body)
+                        payload = {
                             "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
                             "usage": {"prompt_tokens": 500, "completion_tokens": 50, "total_tokens": 550},
                         }
-                    ).encode()
+                    data = json.dumps(payload).encode()
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))

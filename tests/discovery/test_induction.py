@@ -54,3 +54,15 @@ def test_the_models_answers_never_become_labels(owner_access, llm_config, synthe
     before = (Annotation.objects.count(), LabelApplication.objects.count())
     _discover(owner_access)
     assert (Annotation.objects.count(), LabelApplication.objects.count()) == before
+
+
+def test_with_an_embedding_model_the_endpoints_vectors_group_the_analyses(
+    owner_access, llm_config, synthetic, model
+):
+    llm_config.embedding_model = "embedder"
+    llm_config.save()
+    run = _discover(owner_access)
+    assert run.status == DiscoveryRun.Status.SUCCEEDED, run.error
+    assert model.embedded > 0 and "embedder" in model.models_seen
+    assert run.results["grouped_by"] == "embeddings (embedder)"
+    assert sorted(c["code"] for c in run.candidates) == sorted(p.code for p in PLANTED)
