@@ -137,3 +137,17 @@ def test_a_blind_annotator_never_sees_what_a_run_drew_from_their_trace(project, 
     assert web.get(reverse("discovery-run", args=[project.slug, finished.pk])).status_code == 200
     assert visible_proposals(project, annotator_a).filter(discovery_run=finished).count() == 3
     assert ModeProposal.objects.filter(discovery_run=finished).count() == 3
+
+
+def test_the_embedding_model_is_set_through_the_settings_api_and_kept_by_other_changes(
+    project, owner, llm_config
+):
+    client = _api(owner)
+    url = f"/api/projects/{project.slug}/llm-settings/"
+    assert (
+        client.patch(url, {"embedding_model": "embedder"}, format="json").json()["embedding_model"]
+        == "embedder"
+    )
+    assert client.patch(url, {"temperature": 0.2}, format="json").json()["embedding_model"] == "embedder"
+    llm_config.refresh_from_db()
+    assert llm_config.embedding_model == "embedder"

@@ -70,6 +70,11 @@ class LLMSettingsSerializer(serializers.Serializer):
         help_text="A trace over the budget: judged in overlapping windows, or its middle cut out",
     )
     window_overlap_steps = serializers.IntegerField(help_text="Steps consecutive windows share (0 to 20)")
+    embedding_model = serializers.CharField(
+        max_length=200,
+        allow_blank=True,
+        help_text="A model of the endpoint's /embeddings for discovery's grouping (empty: TF-IDF)",
+    )
     json_mode = serializers.BooleanField()
     show_to_annotators = serializers.BooleanField()
 
