@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 
 from annotator.discovery.process import do_process_discovery
 from annotator.discovery.service import do_send_to_proposals, do_start_discovery
-from annotator.models import Assignment, DiscoveryRun, ModeProposal
+from annotator.models import Assignment, CalibrationRound, DiscoveryRun, ModeProposal
 from annotator.services.proposals import visible_proposals
 from tests.discovery.conftest import RATERS
 from tests.factories import add_member, api_token
@@ -151,3 +151,18 @@ def test_the_embedding_model_is_set_through_the_settings_api_and_kept_by_other_c
     assert client.patch(url, {"temperature": 0.2}, format="json").json()["embedding_model"] == "embedder"
     llm_config.refresh_from_db()
     assert llm_config.embedding_model == "embedder"
+
+
+def test_an_owner_opens_a_calibration_round_on_the_candidates_traces(
+    project, owner, annotator_a, annotator_b, finished
+):
+    web = Client()
+    web.force_login(owner)
+    url = reverse("discovery-round", args=[project.slug, finished.pk])
+    answer = web.post(url, {"annotators": f"{annotator_a.username}, {annotator_b.username}"})
+    assert answer.status_code == 302
+    round_ = CalibrationRound.objects.get(project=project)
+    examples = {e["trace"] for c in finished.candidates for e in c["examples"]}
+    chosen = set(round_.traces.values_list("pk", flat=True))
+    assert examples <= chosen and chosen & set(finished.held_ids)
+    assert round_.selection["run"] == finished.pk
