@@ -20,7 +20,9 @@ def project_of(slug: str) -> Project:
 
 def add_common(parser) -> None:
     parser.add_argument(
-        "--raters", required=True, help="The gate's rater models, comma-separated (3 to 8): m1,m2,m3"
+        "--raters",
+        required=True,
+        help="The gate's rater models, comma-separated (3 to 8): m1,m2,m3; MODEL@vN asks MODEL with prompt version N",
     )
     parser.add_argument(
         "--kappa-min", type=float, default=0.75, help="A candidate passes at Fleiss' kappa >= this"

@@ -32,7 +32,7 @@ from annotator.discovery.gate_stats import RaterAnswer, gate
 from annotator.llm.client import ChatClient, LLMCancelled, LLMConfigError, LLMError
 from annotator.llm.parse import MalformedAnswer
 from annotator.llm.prompt import PromptMode, PromptTaxonomy, correction_messages
-from annotator.models import DiscoveryAnswer, DiscoveryRun
+from annotator.models import DiscoveryAnswer, DiscoveryRun, PromptTemplate
 from annotator.services.jobs import heartbeat
 from annotator.services.llm.labeller import (
     Labeller,
@@ -231,14 +231,22 @@ class _Phases:
         run, done = self.run, self._answered(DiscoveryAnswer.Phase.GATE)
         raters = list(run.raters)
         self._total(len(run.held_ids) * len(raters), len(done))
-        labeller = _GateLabeller(run, self._gate_taxonomy())
+        taxonomy = self._gate_taxonomy()
+        variants = run.endpoint.get("rater_prompts") or {}
+        texts = dict(
+            PromptTemplate.objects.filter(project=run.project, number__in=set(variants.values())).values_list(
+                "number", "instructions"
+            )
+        )
+        # One labeller per prompt text: raters sharing a prompt share the trace's prepared request.
+        prompt_of = {r: texts.get(variants.get(r), run.instructions) for r in raters}
+        labellers = {text: _GateLabeller(run, taxonomy, text) for text in set(prompt_of.values())}
         for trace in Trace.objects.filter(pk__in=run.held_ids).order_by("pk"):
             todo = [r for r in raters if (r, str(trace.pk)) not in done]
-            if not todo:
-                continue
-            request = labeller.prepare(trace)
+            requests = {text: labellers[text].prepare(trace) for text in {prompt_of[r] for r in todo}}
             for rater in todo:
-                yield Ask("gate", rater, str(trace.pk), trace.pk, _gate_call(labeller, request))
+                call = _gate_call(labellers[prompt_of[rater]], requests[prompt_of[rater]])
+                yield Ask("gate", rater, str(trace.pk), trace.pk, call)
 
     def _gate(self) -> None:
         run = self.run
@@ -278,7 +286,10 @@ class _Phases:
     def _fly(self, asks: Iterator[Ask], models: set[str]) -> bool:
         """Send the asks, `concurrency` at a time; True when every one was answered (or failed), False
         when the run was stopped, capped or failed meanwhile."""
-        clients = {m: make_client(_Shim(self.run, m), **self.client_options) for m in models}
+        # A rater MODEL@vN (a prompt variant) asks MODEL.
+        clients = {
+            m: make_client(_Shim(self.run, m.partition("@")[0]), **self.client_options) for m in models
+        }
         return _Flight(self.run, clients).fly(asks)
 
 
@@ -293,10 +304,8 @@ class _GateLabeller(Labeller):
     """The LLM rater's labeller with the candidates added to the taxonomy, and the project's prompt version
     as the run recorded it. Only prepare/ask are used: its answers are never stored as labels."""
 
-    def __init__(self, run: DiscoveryRun, taxonomy: PromptTaxonomy):
-        self.run = SimpleNamespace(
-            prompt=SimpleNamespace(instructions=run.instructions), endpoint=run.endpoint
-        )
+    def __init__(self, run: DiscoveryRun, taxonomy: PromptTaxonomy, instructions: str):
+        self.run = SimpleNamespace(prompt=SimpleNamespace(instructions=instructions), endpoint=run.endpoint)
         self.client = None
         self.taxonomy, self.modes = taxonomy, {}
         self.options = long_trace_options(run.endpoint)

@@ -19,7 +19,14 @@ from django.http import Http404
 from django.utils import timezone
 
 from annotator.access import MANAGE_ROLES, REVIEW_ROLES, ProjectAccess
-from annotator.models import CalibrationRound, DiscoveryAnswer, DiscoveryRun, ModeProposal, Project
+from annotator.models import (
+    CalibrationRound,
+    DiscoveryAnswer,
+    DiscoveryRun,
+    ModeProposal,
+    Project,
+    PromptTemplate,
+)
 from annotator.search.saved import find_view
 from annotator.services.jobs import send_job
 from annotator.services.llm.config import current_prompt, get_config
@@ -95,6 +102,24 @@ def check_raters(raters: Sequence[str] | str) -> list[str]:
         raise DiscoveryError(
             f"Give {MIN_RATERS} to {MAX_RATERS} different rater models (--raters m1,m2,m3), got {len(out)}."
         )
+    return out
+
+
+def rater_prompts(project: Project, raters: Sequence[str]) -> dict[str, int]:
+    """Prompt variants: a rater written MODEL@vN asks MODEL with the project's LLM-rater prompt version N
+    (e.g. qwen@v1,qwen@v2,llama); the others use the current version."""
+    out = {}
+    for rater in raters:
+        model, _, version = rater.partition("@")
+        if not version:
+            continue
+        if not model or not version.startswith("v") or not version[1:].isdigit() or len(version) > 9:
+            raise DiscoveryError(
+                f"Write a prompt variant as MODEL@vN (a prompt version number), not {rater!r}."
+            )
+        if not PromptTemplate.objects.filter(project=project, number=int(version[1:])).exists():
+            raise DiscoveryError(f"No prompt version {version[1:]} in this project (rater {rater!r}).")
+        out[rater] = int(version[1:])
     return out
 
 
@@ -226,7 +251,7 @@ def do_start_gate(
     """Start a gate of given candidates on a sample of the scope (all its traces when fewer)."""
     project = access.project
     raters = check_raters(raters)
-    config, model = _settings(project, raters[0])
+    config, model = _settings(project, raters[0].partition("@")[0])
     _thresholds(kappa_min, coverage_min)
     _check_candidates(project, candidates)
     kind, value = parse_scope(scope)
@@ -265,7 +290,11 @@ def _create(project, config, model, actor, enqueue, background, **fields) -> Dis
         run = DiscoveryRun.objects.create(
             project=project,
             model=model,
-            endpoint={**endpoint_snapshot(config, model), "embedding_model": config.embedding_model},
+            endpoint={
+                **endpoint_snapshot(config, model),
+                "embedding_model": config.embedding_model,
+                "rater_prompts": rater_prompts(project, fields.get("raters", [])),
+            },
             instructions=current_prompt(project).instructions,
             token_cap=config.token_cap,
             created_by=actor,

@@ -45,10 +45,12 @@ class DiscoveryModel:
         self.bad_quote, self.latency = bad_quote, latency
         self.models_seen: list[str] = []
         self.embedded = 0
+        self.prompts: list[str] = []  # the start of each request's system message
 
     def reply(self, body: dict) -> str:
         self.models_seen.append(str(body.get("model")))
         system = body["messages"][0]["content"]
+        self.prompts.append(system[:60])
         user = body["messages"][1]["content"]
         if system.startswith("You are an expert reader"):
             return json.dumps(self._analyse(user))

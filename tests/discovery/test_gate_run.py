@@ -98,3 +98,30 @@ def test_passing_candidates_become_discovered_proposals_and_then_a_mode(
     project.refresh_from_db()
     assert chosen.status == ModeProposal.Status.ACCEPTED and chosen.mode.code == "PAGINATION"
     assert project.taxonomy_version.modes.filter(code="PAGINATION").exists()
+
+
+def test_prompt_variants_ask_one_model_with_several_prompt_versions(
+    project, owner_access, llm_config, synthetic, model
+):
+    from annotator.services.llm.config import do_save_prompt
+
+    do_save_prompt(project, "Label carefully: a failure mode is present only when a step shows it.")
+    candidates = candidates_from_changes(parse_changes_text(CHANGES))
+    started = do_start_gate(
+        owner_access,
+        candidates=candidates,
+        scope="batch:synthetic",
+        raters="namer@v1,namer@v2,rater-c",
+        sample=20,
+        enqueue=False,
+    )
+    done = do_process_discovery(started.pk)
+    assert done.status == DiscoveryRun.Status.SUCCEEDED, done.error
+    assert set(done.answers.values_list("rater", flat=True)) == {"namer@v1", "namer@v2", "rater-c"}
+    assert "@" not in "".join(model.models_seen)  # the variant's model name is what is sent
+    assert any(p.startswith("Label carefully") for p in model.prompts)
+    assert any(p.startswith("You are an expert annotator") for p in model.prompts)
+    with pytest.raises(DiscoveryError, match="No prompt version 9"):
+        do_start_gate(
+            owner_access, candidates=candidates, scope="batch:synthetic", raters="namer@v9,b,c", enqueue=False
+        )
