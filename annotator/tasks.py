@@ -119,6 +119,15 @@ def run_llm_job(run_id: int) -> str:
     return "busy" if result.busy else result.run.status
 
 
+@shared_task(name="annotator.llm.discovery", acks_late=True)
+def run_discovery_job(run_id: int) -> str:
+    """Carry a discovery or gate run through its phases (on the LLM queue). Idempotent: every model answer
+    is a row keyed by what it answers, so a redelivered task asks only what has no row yet."""
+    from annotator.discovery.process import do_process_discovery
+
+    return do_process_discovery(run_id).status
+
+
 @shared_task(name="annotator.exports.run", acks_late=True)
 def run_export_job(export_id: int) -> str:
     """Build (and push) one export. Only the export id travels: a typed Hub token waits in the cache and is

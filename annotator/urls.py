@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from annotator.discovery import views as discovery
 from annotator.outcomes import views as outcomes
 from annotator.search import views as saved_views
 from annotator.similar import views as similar
@@ -220,6 +221,16 @@ similar_urls = [
     path("p/<slug:slug>/t/<int:trace_id>/similar/", similar.similar_panel, name="trace-similar"),
     path("p/<slug:slug>/t/<int:trace_id>/similar/build/", similar.build, name="trace-similar-build"),
 ]
+discovery_urls = [
+    path("p/<slug:slug>/discovery/", discovery.discovery_page, name="discovery"),
+    path("p/<slug:slug>/discovery/start/", discovery.start, name="discovery-start"),
+    path("p/<slug:slug>/discovery/gate/", discovery.start_gate, name="discovery-gate"),
+    path("p/<slug:slug>/discovery/<int:run_id>/", discovery.run_page, name="discovery-run"),
+    path("p/<slug:slug>/discovery/<int:run_id>/stop/", discovery.stop, name="discovery-stop"),
+    path("p/<slug:slug>/discovery/<int:run_id>/resume/", discovery.resume, name="discovery-resume"),
+    path("p/<slug:slug>/discovery/<int:run_id>/send/", discovery.send, name="discovery-send"),
+    path("p/<slug:slug>/discovery/<int:run_id>/round/", discovery.open_round, name="discovery-round"),
+]
 # The read-only pages of the two other apps: traces/views.py and taxonomy/views.py.
 traces_urls = [
     path("traces/", traces_views.batch_list, name="batch-list"),
@@ -255,6 +266,7 @@ urlpatterns = [
     *llm_urls,
     *triage_urls,
     *similar_urls,
+    *discovery_urls,
     *saved_views_urls,
     *traces_urls,
     *taxonomy_urls,

@@ -38,6 +38,7 @@ from annotator.models import (
     AdjudicationItem,
     Assignment,
     Comment,
+    DiscoveryRun,
     Export,
     ImportJob,
     LLMRun,
@@ -124,6 +125,14 @@ project-llm-agreement         GET   login 404   403   403   403   403   200   40
 project-triage                GET   login 404   403   403   403   403   200   403   404   404
 project-triage-order          POST  login 404   403   403   403   403   302   302   404   404
 project-triage-round          POST  login 404   403   403   403   403   302   403   404   404
+discovery                     GET   login 404   403   403   200   403   200   200   404   404
+discovery-start               POST  login 404   403   403   403   403   400   400   404   404
+discovery-gate                POST  login 404   403   403   403   403   400   400   404   404
+discovery-run                 GET   login 404   403   403   200   403   200   403   404   404
+discovery-stop                POST  login 404   403   403   403   403   302   403   404   404
+discovery-resume              POST  login 404   403   403   403   403   302   403   404   404
+discovery-send                POST  login 404   403   403   403   403   302   403   404   404
+discovery-round               POST  login 404   403   403   403   403   302   403   404   404
 agreement                     GET   login 404   403   403   200   200   200   403   404   404
 agreement-refresh             POST  login 404   403   403   302   302   302   403   404   404
 agreement-report              GET   login 404   403   403   200   200   200   403   404   404
@@ -193,6 +202,14 @@ api-llm-run-resume            POST  401   404   403   403   403   403   409   40
 api-llm-agreement             GET   401   404   403   403   403   403   200   403   404   404
 api-triage                    GET   401   404   403   403   403   403   200   403   404   404
 api-triage-round              POST  401   404   403   403   403   403   400   403   404   404
+api-discovery                 GET   401   404   403   403   200   403   200   200   404   404
+api-discovery-estimate        POST  401   404   403   403   403   403   400   400   404   404
+api-discovery-gate            POST  401   404   403   403   403   403   400   400   404   404
+api-discovery-run             GET   401   404   403   403   200   403   200   403   404   404
+api-discovery-stop            POST  401   404   403   403   403   403   400   403   404   404
+api-discovery-resume          POST  401   404   403   403   403   403   400   403   404   404
+api-discovery-send            POST  401   404   403   403   403   403   200   403   404   404
+api-discovery-round           POST  401   404   403   403   403   403   400   403   404   404
 api-llm-labels                GET   401   404   200   404   403   403   403   404   404   404
 api-agreement                 GET   401   404   403   403   200   200   200   403   404   404
 api-adjudication              GET   401   404   403   403   200   403   200   200   404   404
@@ -335,6 +352,29 @@ def world(project, owner, annotator_a, annotator_b, adjudicator, outsider):
         model="fake-model",
         created_by=owner,
         status="succeeded",
+    )
+    # A discovery run (the same id as the LLM run: the routes share `run_id`) that read T1: its candidate's
+    # name and quote come from T1, so OA (blind on T1) must never receive them.
+    DiscoveryRun.objects.create(
+        pk=run.pk,
+        project=project,
+        kind="discover",
+        phase="done",
+        status="succeeded",
+        model="fake-model",
+        raters=["m1", "m2", "m3"],
+        induction_ids=[t1.pk],
+        held_ids=[t2.pk],
+        candidates=[
+            {
+                "code": "NEW-1",
+                "name": f"{MARK_T1}-candidate",
+                "definition": "d",
+                "examples": [
+                    {"trace": t1.pk, "external_id": t1.external_id, "step": 1, "quote": f"{MARK_T1}-q"}
+                ],
+            }
+        ],
     )
     # A failed LLM answer shows its raw output (the model's labels) on the run's page.
     LLMTraceResult.objects.create(

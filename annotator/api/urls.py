@@ -28,6 +28,7 @@ from annotator.api import (
     tokens,
     traces,
 )
+from annotator.discovery import api as discovery
 from annotator.outcomes import api as outcomes
 from annotator.search import api as saved_views
 from annotator.similar import api as similar
@@ -147,6 +148,22 @@ triage_urls = [
 similar_urls = [
     path("projects/<slug:slug>/similar/", similar.similar, name="api-similar"),
 ]
+discovery_urls = [
+    path("projects/<slug:slug>/discovery/", discovery.runs, name="api-discovery"),
+    path("projects/<slug:slug>/discovery/estimate/", discovery.estimate, name="api-discovery-estimate"),
+    path("projects/<slug:slug>/discovery/gate/", discovery.gate, name="api-discovery-gate"),
+    path("projects/<slug:slug>/discovery/<int:run_id>/", discovery.run_detail, name="api-discovery-run"),
+    path("projects/<slug:slug>/discovery/<int:run_id>/stop/", discovery.stop, name="api-discovery-stop"),
+    path(
+        "projects/<slug:slug>/discovery/<int:run_id>/resume/", discovery.resume, name="api-discovery-resume"
+    ),
+    path("projects/<slug:slug>/discovery/<int:run_id>/send/", discovery.send, name="api-discovery-send"),
+    path(
+        "projects/<slug:slug>/discovery/<int:run_id>/round/",
+        discovery.candidate_round,
+        name="api-discovery-round",
+    ),
+]
 rounds_urls = [
     path("projects/<slug:slug>/rounds/", rounds.rounds, name="api-rounds"),
     path("projects/<slug:slug>/rounds/<int:round_id>/close/", rounds.close, name="api-rounds-close"),
@@ -232,6 +249,7 @@ urlpatterns = [
     *rounds_urls,
     *triage_urls,
     *similar_urls,
+    *discovery_urls,
     *calibration_urls,
     *discussions_urls,
     *evolution_urls,

@@ -264,27 +264,22 @@ class ChatClient:
 
     def complete(self, messages: list[dict[str, str]]) -> Completion:
         """One answer; retries transient failures per the module's policy, else raises an LLMError."""
-        response = self._post(self.endpoint.url, lambda: self._body(messages))
-        return self._completion(response, messages)
+        return self._send(
+            self.endpoint.url,
+            lambda: self._body(messages),
+            lambda r: self._completion(r, messages),
+            self.endpoint.model,
+        )
 
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        """One vector per text from the endpoint's `/embeddings` (OpenAI's format: `data[i].embedding`,
-        in `index` order), with the same retries, rate limit, pause and key handling as `complete`."""
+    def embed(self, texts: Sequence[str], model: str) -> Embeddings:
+        """Vectors for `texts` from the endpoint's /embeddings (OpenAI format), in order; the same policies
+        as `complete` (rate limit, pauses, retries, cancel, the URL check)."""
         url = self.endpoint.base_url.rstrip("/") + "/embeddings"
-        response = self._post(url, lambda: {"model": self.endpoint.model, "input": texts})
-        try:
-            rows = sorted(response.json()["data"], key=lambda row: row.get("index", 0))
-            vectors = [[float(x) for x in row["embedding"]] for row in rows]
-        except (ValueError, KeyError, TypeError, AttributeError):
-            raise LLMRejected(
-                f"the endpoint answered HTTP {response.status_code}, but not in the embeddings format"
-            ) from None
-        if len(vectors) != len(texts):
-            raise LLMRejected(f"the endpoint sent {len(vectors)} embeddings for {len(texts)} texts")
-        return vectors
+        return self._send(url, lambda: {"model": model, "input": list(texts)}, _embeddings(len(texts)), model)
 
-    def _post(self, url: str, body: Callable[[], dict[str, Any]]) -> httpx.Response:
-        """POST `body()` to `url` until a 2xx answer (returned), per the module's retry policy."""
+    def _send(
+        self, url: str, body: Callable[[], dict], parse: Callable[[httpx.Response], Any], model: str
+    ) -> Any:
         attempt = 0
         while True:
             if self.cancelled.is_set():
@@ -309,7 +304,7 @@ class ChatClient:
             else:
                 status = response.status_code
                 if status < 300:
-                    return response
+                    return parse(response)
                 # Read to recognise one known refusal, never copied into a message (see the module doc).
                 text = response.text[:500]
                 if status == 400 and self.json_mode and "response_format" in text:
@@ -318,7 +313,7 @@ class ChatClient:
                     continue
                 if status in (401, 403, 404):
                     raise LLMConfigError(
-                        f"the endpoint answered HTTP {status} for model {self.endpoint.model!r}: check the base "
+                        f"the endpoint answered HTTP {status} for model {model!r}: check the base "
                         "URL, model name and API key"
                     )
                 if status != 429 and status < 500:
@@ -358,6 +353,29 @@ class ChatClient:
         return Completion(
             text, prompt_estimate, completion_estimate, prompt_estimate + completion_estimate, estimated=True
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Embeddings:
+    vectors: list[list[float]]
+    total_tokens: int
+
+
+def _embeddings(n: int) -> Callable[[httpx.Response], Embeddings]:
+    def parse(response: httpx.Response) -> Embeddings:
+        try:
+            data = response.json()
+            rows = sorted(data["data"], key=lambda row: row["index"])
+            vectors = [[float(x) for x in row["embedding"]] for row in rows]
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            raise LLMRejected(
+                f"the endpoint answered HTTP {response.status_code}, but not in the embeddings format"
+            ) from None
+        if len(vectors) != n or len({len(v) for v in vectors}) > 1:
+            raise LLMRejected(f"the endpoint returned {len(vectors)} vectors of mixed sizes for {n} texts")
+        return Embeddings(vectors, _int((data.get("usage") or {}).get("total_tokens")))
+
+    return parse
 
 
 def _hint(body: str) -> str:

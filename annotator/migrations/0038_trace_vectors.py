@@ -20,7 +20,7 @@ class Migration(migrations.Migration):
             field=models.CharField(
                 blank=True,
                 default="",
-                help_text="For similar traces: an embeddings model on this endpoint (/embeddings); empty: TF-IDF",
+                help_text="For similar traces and discovery's grouping: an embeddings model on this endpoint (/embeddings); empty: TF-IDF",
                 max_length=200,
             ),
         ),

@@ -2,6 +2,7 @@
 
 from annotator.models.adjudication import AdjudicationItem, GoldHistory, GoldLabel
 from annotator.models.annotations import Annotation, LabelApplication, LabelHistory
+from annotator.models.discovery import DiscoveryAnswer, DiscoveryRun
 from annotator.models.discussions import Comment, Mention, Thread
 from annotator.models.evolution import ModeRecheck, TaxonomyMigration
 from annotator.models.jobs import ImportJob, JobStatus
@@ -36,6 +37,8 @@ __all__ = [
     "CalibrationItem",
     "CalibrationRound",
     "Comment",
+    "DiscoveryAnswer",
+    "DiscoveryRun",
     "Export",
     "GoldHistory",
     "GoldLabel",

@@ -32,13 +32,14 @@ class LLMConfig(models.Model):
         max_length=500, default="http://127.0.0.1:11434/v1", help_text="Up to /v1; /chat/completions is added"
     )
     model = models.CharField(max_length=200, blank=True)
-    # "Similar traces" (annotator.similar): with a model named here, traces are represented by the endpoint's
-    # /embeddings; empty, by a TF-IDF fitted on the project's own text.
+    # "Similar traces" (annotator.similar) and discovery's grouping (annotator.discovery): with a model named
+    # here, texts are represented by the endpoint's /embeddings; empty, by a TF-IDF fitted on the project's text.
     embeddings_model = models.CharField(
         max_length=200,
         blank=True,
         default="",
-        help_text="For similar traces: an embeddings model on this endpoint (/embeddings); empty: TF-IDF",
+        help_text="For similar traces and discovery's grouping: an embeddings model on this endpoint "
+        "(/embeddings); empty: TF-IDF",
     )
     api_key_env = models.CharField(max_length=100, blank=True, default="")
     api_key_encrypted = models.TextField(blank=True)

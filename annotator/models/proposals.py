@@ -29,6 +29,12 @@ class ModeProposal(models.Model):
     mode = models.ForeignKey(
         "taxonomy.FailureMode", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # Set when the proposal is a candidate a discovery run found and gated (annotator.discovery): the run,
+    # and the candidate as the gate measured it (code, definition, kappa, interval, examples).
+    discovery_run = models.ForeignKey(
+        "annotator.DiscoveryRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="proposals"
+    )
+    candidate = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -37,3 +43,7 @@ class ModeProposal(models.Model):
 
     def __str__(self) -> str:
         return f"proposal {self.pk} on {self.trace_id}"
+
+    @property
+    def discovered(self) -> bool:
+        return self.discovery_run_id is not None

@@ -39,6 +39,7 @@ from annotator.models import (
     AgreementReport,
     Annotation,
     Assignment,
+    DiscoveryRun,
     Export,
     ImportJob,
     LLMRun,
@@ -58,6 +59,7 @@ JOB_TASKS: dict[type[Job], str] = {
     ImportJob: "annotator.run_import_job",
     Export: "annotator.exports.run",
     LLMRun: "annotator.llm.run",
+    DiscoveryRun: "annotator.llm.discovery",
     AgreementReport: "annotator.agreement.compute_report",
     TraceRepresentation: "annotator.similar.build",
 }

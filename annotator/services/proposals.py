@@ -10,7 +10,7 @@ from django.db.models import Count, Q, QuerySet
 
 from annotator.access import MANAGE_ROLES, REVIEW_ROLES, ProjectAccess
 from annotator.codebook.grouping import Group, Proposal, group_proposals
-from annotator.models import Assignment, LabelApplication, ModeProposal, Project
+from annotator.models import Assignment, DiscoveryRun, LabelApplication, ModeProposal, Project
 from traces.models import Trace
 
 MAX_TEXT = 2_000
@@ -91,7 +91,13 @@ def visible_proposals(project: Project, user) -> QuerySet[ModeProposal]:
     access = ProjectAccess.of(user, project)
     if access.is_reviewer:
         # Another annotator's proposal tells what they saw in a trace: not while I am blind on it.
-        return proposals.filter(~Q(trace__in=access.blind_trace_ids()) | Q(author=user))
+        visible = proposals.filter(~Q(trace__in=access.blind_trace_ids()) | Q(author=user))
+        # A discovered candidate is drawn from every trace its run read (annotator.discovery).
+        blind = set(access.blind_assignments().values_list("trace_id", flat=True))
+        if blind:
+            runs = DiscoveryRun.objects.filter(project=project).only("induction_ids", "held_ids")
+            visible = visible.exclude(discovery_run__in=[r.pk for r in runs if r.seen_trace_ids & blind])
+        return visible
     return proposals.filter(author=user)
 
 

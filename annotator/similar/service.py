@@ -254,7 +254,7 @@ class _Embeddings:
         rows: list[list[float]] = []
         for start in range(0, len(texts), EMBED_BATCH):
             batch = [text[:EMBED_CHARS] or " " for text in texts[start : start + EMBED_BATCH]]
-            rows.extend(self.client.embed(batch))
+            rows.extend(self.client.embed(batch, self.build.model).vectors)
         lengths = {len(row) for row in rows}
         if len(lengths) > 1:
             raise SimilarError("the embeddings model answered vectors of different lengths")

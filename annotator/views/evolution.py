@@ -78,11 +78,13 @@ def codebook(request: HttpRequest, slug: str) -> HttpResponse:
 
 def _draft_add(proposals: list[ModeProposal]) -> str:
     name = next((p.suggested_name for p in proposals if p.suggested_name), "")
+    found = next((p.candidate for p in proposals if p.discovery_run_id), {})  # a discovered, gated candidate
     draft = {
         "op": "add",
-        "code": "",
+        "code": found.get("code", ""),
         "name": name,
         "definition": proposals[0].text,
+        **({"guidance": found["guidance"]} if found.get("guidance") else {}),
         "category": "",  # the owner fills in the code and the category
         "proposals": [p.pk for p in proposals],
     }

@@ -15,7 +15,15 @@ from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from annotator.models import Assignment, LLMRun, LLMTraceResult, Membership, Project, PromptTemplate
+from annotator.models import (
+    Assignment,
+    LLMConfig,
+    LLMRun,
+    LLMTraceResult,
+    Membership,
+    Project,
+    PromptTemplate,
+)
 from annotator.services.adjudication import do_check_trace
 from tests.api import openapi
 from tests.factories import PASSWORD, BatchFactory, UserFactory, api_token
@@ -237,6 +245,39 @@ def test_every_operation_answers_its_documented_shapes(
         "n": 5,
     }
     expect(o, "post", f"{api}/triage/round/", 400, triage_round)  # the model's answers rank too few traces
+
+    # Discovery and the codebook gate (owners start; owners and adjudicators read).
+    for _ in range(4):
+        project_trace(project)
+    LLMConfig.objects.filter(project=project).update(model="contract-model")
+    if not LLMConfig.objects.filter(project=project).exists():
+        LLMConfig.objects.create(project=project, model="contract-model")
+    raters = ["m1", "m2", "m3"]
+    start = {"scope": "outcome:failure", "raters": raters, "sample": 4, "gate_sample": 2}
+    expect(o, "post", f"{api}/discovery/estimate/", 200, start)
+    expect(o, "post", f"{api}/discovery/estimate/", 400, {**start, "scope": "batch:missing"})
+    found = expect(o, "post", f"{api}/discovery/", 201, start).json()
+    expect(o, "post", f"{api}/discovery/", 400, {**start, "raters": raters[:2]})
+    expect(a, "post", f"{api}/discovery/", 403, start)
+    expect(j, "get", f"{api}/discovery/", 200)
+    expect(j, "get", f"{api}/discovery/{found['id']}/", 200)
+    expect(o, "post", f"{api}/discovery/{found['id']}/stop/", 200)
+    expect(o, "post", f"{api}/discovery/{found['id']}/stop/", 400)
+    expect(o, "post", f"{api}/discovery/{found['id']}/resume/", 200)
+    expect(o, "post", f"{api}/discovery/{found['id']}/send/", 400)  # not finished
+    expect(o, "post", f"{api}/discovery/{found['id']}/round/", 400, {})
+    candidate = {
+        "op": "add",
+        "code": "NEW-1",
+        "name": "New",
+        "definition": "A new failure.",
+        "category": "FC1",
+    }
+    gate = {"scope": "outcome:failure", "raters": raters, "changes": [candidate], "sample": 3}
+    expect(o, "post", f"{api}/discovery/gate/", 201, gate)
+    expect(
+        o, "post", f"{api}/discovery/gate/", 400, {**gate, "changes": [{"op": "retire", "code": "FM-1.1"}]}
+    )
 
     # Imports and exports (owners): eager Celery runs the job on commit.
     with django_capture_on_commit_callbacks(execute=True):

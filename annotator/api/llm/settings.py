@@ -43,7 +43,8 @@ class LLMSettingsSerializer(serializers.Serializer):
         max_length=200,
         allow_blank=True,
         required=False,
-        help_text="For similar traces: an embeddings model on this endpoint (/embeddings); empty: TF-IDF",
+        help_text="For similar traces and discovery's grouping: an embeddings model on this endpoint "
+        "(/embeddings); empty: TF-IDF",
     )
     api_key_env = serializers.CharField(
         max_length=100,

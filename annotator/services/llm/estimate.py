@@ -116,7 +116,7 @@ def estimate_run(project: Project, batch_name: str, limit: int | None, model: st
     selection = run_selection(project, batch.pk, limit)
     labelled = _already_labelled(project, model, selection)
     traces = skipped = requests = windowed = prompt_tokens = 0
-    for trace, steps in _traces_with_steps(selection):
+    for trace, steps in traces_with_steps(selection):
         traces += 1
         if trace.pk in labelled:
             skipped += 1
@@ -158,7 +158,7 @@ def _already_labelled(project: Project, model: str, selection) -> set[int]:
     )
 
 
-def _traces_with_steps(selection) -> Iterator[tuple[Trace, list[Step]]]:
+def traces_with_steps(selection) -> Iterator[tuple[Trace, list[Step]]]:
     """Each trace of the selection (in id order) with its steps (in index order), one trace in memory."""
     traces = Trace.objects.filter(pk__in=selection).order_by("id").only(*TRACE_FIELDS).iterator(CHUNK)
     steps = (

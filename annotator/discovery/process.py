@@ -1,0 +1,456 @@
+"""Process a discovery or gate run: its phases in order, each a flight of model requests.
+
+- analyse (discovery only): one request per trace of the induction sample (annotator.discovery.induce);
+- name: the uncovered analyses grouped by code (TF-IDF), one request per group, then consolidation by code;
+- gate: every rater model applies the current modes plus the candidates to every held-out trace, with the
+  LLM rater's prompt and answer format (annotator.services.llm.labeller.Labeller: windows for long traces,
+  one retry on a malformed answer), each request carrying its rater's model name; then the statistics
+  (annotator.discovery.gate_stats).
+
+Every answer is a DiscoveryAnswer row keyed (run, phase, rater, key): a stopped or resumed run asks only
+what has no row, and a redelivered task finds the rows already there. Requests go through the project's
+client (annotator.llm.client: shared rate limit, Retry-After, cancel) from a thread pool of the endpoint's
+concurrency; the run's token cap and the owner's stop are checked before every request.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+from django.core.cache import cache
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotator.discovery import induce
+from annotator.discovery.gate_stats import RaterAnswer, gate
+from annotator.llm.client import ChatClient, LLMCancelled, LLMConfigError, LLMError
+from annotator.llm.parse import MalformedAnswer
+from annotator.llm.prompt import PromptMode, PromptTaxonomy, correction_messages
+from annotator.models import DiscoveryAnswer, DiscoveryRun, PromptTemplate
+from annotator.services.jobs import heartbeat
+from annotator.services.llm.labeller import (
+    Labeller,
+    long_trace_options,
+    make_client,
+    project_taxonomy,
+    prompt_trace,
+)
+from annotator.services.llm.process import TOKEN_CAP_REACHED
+from traces.models import Step, Trace
+
+log = logging.getLogger(__name__)
+
+WAKE_SECONDS = 5.0
+EMBED_BATCH = 64
+LOCK_SECONDS = 900
+
+
+def finish(run_id: int, status: str, *, reason: str = "", error: str = "") -> None:
+    DiscoveryRun.objects.filter(pk=run_id, status=DiscoveryRun.Status.RUNNING).update(
+        status=status, stop_reason=reason, error=error[:2_000], finished_at=timezone.now()
+    )
+
+
+def _lock_key(run_id: int) -> str:
+    return f"discovery-lock:{run_id}"
+
+
+def do_process_discovery(run_id: int, **client_options) -> DiscoveryRun:
+    """Carry the run through its remaining phases until it is done, stopped or failed. A second worker
+    handed the same run returns at once (a per-run cache lock). `client_options` (sleep, clock, transport)
+    go to the HTTP clients; tests and the bench inject them."""
+    if not cache.add(_lock_key(run_id), "1", timeout=LOCK_SECONDS):
+        return DiscoveryRun.objects.get(pk=run_id)
+    try:
+        if DiscoveryRun.claim(run_id):
+            with heartbeat(DiscoveryRun, run_id):
+                _Phases(DiscoveryRun.objects.select_related("project").get(pk=run_id), client_options).go()
+    finally:
+        cache.delete(_lock_key(run_id))
+    return DiscoveryRun.objects.get(pk=run_id)
+
+
+@dataclass
+class Ask:
+    """One request: `call(client)` runs in a pool thread (HTTP only) and returns (answer JSON or None,
+    error, tokens); the row is written by the processing thread."""
+
+    phase: str
+    rater: str
+    key: str
+    trace_id: int | None
+    call: Callable[[ChatClient], tuple[dict | None, str, int]]
+
+
+class _Phases:
+    def __init__(self, run: DiscoveryRun, client_options: dict):
+        self.run, self.client_options = run, client_options
+        self.taxonomy, _ = project_taxonomy(run.project)
+
+    def go(self) -> None:
+        run = self.run
+        try:
+            if run.phase == DiscoveryRun.Phase.ANALYSE:
+                if not self._fly(self._analysis_asks(), {run.model}):
+                    return
+                self._set_phase(DiscoveryRun.Phase.NAME)
+            if run.phase == DiscoveryRun.Phase.NAME:
+                groups = self._groups()
+                if not self._fly(self._naming_asks(groups), {run.model}):
+                    return
+                self._consolidate(groups)
+                self._set_phase(DiscoveryRun.Phase.GATE)
+            if run.phase == DiscoveryRun.Phase.GATE:
+                if run.candidates and not self._fly(self._gate_asks(), set(run.raters)):
+                    return
+                self._gate()
+                self._set_phase(DiscoveryRun.Phase.DONE)
+            finish(run.pk, DiscoveryRun.Status.SUCCEEDED)
+        except LLMConfigError as error:
+            finish(run.pk, DiscoveryRun.Status.FAILED, error=str(error))
+        except LLMError as error:  # the embeddings request, which has no per-item retry of its own
+            finish(run.pk, DiscoveryRun.Status.FAILED, error=f"embeddings: {error}")
+
+    def _set_phase(self, phase: str, **fields: Any) -> None:
+        self.run.phase = phase
+        for name, value in fields.items():
+            setattr(self.run, name, value)
+        DiscoveryRun.objects.filter(pk=self.run.pk).update(phase=phase, done=0, failed=0, total=0, **fields)
+
+    # --- the requests of each phase ---
+
+    def _answered(self, phase: str) -> set[tuple[str, str]]:
+        return set(self.run.answers.filter(phase=phase).values_list("rater", "key"))
+
+    def _analysis_asks(self) -> Iterator[Ask]:
+        run, done = self.run, self._answered(DiscoveryAnswer.Phase.ANALYSE)
+        budget = long_trace_options(run.endpoint)["budget"]
+        codes = self.taxonomy.codes
+        pending = [pk for pk in run.induction_ids if (run.model, str(pk)) not in done]
+        self._total(len(run.induction_ids), len(run.induction_ids) - len(pending))
+        for trace in Trace.objects.filter(pk__in=pending).order_by("pk"):
+            prompt = prompt_trace(trace)
+            messages = induce.analysis_messages(self.taxonomy, prompt, budget=budget)
+            steps = frozenset(s.index for s in prompt.steps)
+
+            def parse(text: str, trace=trace, steps=steps) -> dict:
+                found = induce.parse_analysis(
+                    text, trace=trace.pk, external_id=trace.external_id, steps=steps, codes=codes
+                )
+                return {"failures": [a.as_dict() for a in found]}
+
+            yield Ask("analyse", run.model, str(trace.pk), trace.pk, _json_call(messages, parse))
+
+    def _analyses(self) -> list[induce.Analysis]:
+        rows = self.run.answers.filter(phase=DiscoveryAnswer.Phase.ANALYSE, ok=True).order_by("trace_id")
+        return [induce.Analysis.from_dict(a) for row in rows for a in row.answer.get("failures", [])]
+
+    def _groups(self) -> list[list[induce.Analysis]]:
+        """The uncovered analyses grouped by their words (TF-IDF), or by the endpoint's embeddings when the
+        owner set an embedding model. Kept with the run once computed, so a resumed run names the same
+        groups (embeddings are not asked twice)."""
+        loose = induce.uncovered(self._analyses())
+        stored = (self.run.results or {}).get("groups")
+        if stored is None:
+            model = self.run.endpoint.get("embeddings_model") or ""
+            texts = [a.text for a in loose]
+            if not loose:
+                rows = []
+            elif model:
+                rows = induce.group_vectors(self._embed(texts, model), threshold=induce.EMBEDDING_THRESHOLD)
+            else:
+                rows = induce.group_vectors(induce.tfidf_vectors(texts))
+            stored = [list(group) for group in rows]
+            self.run.results = {
+                "groups": stored,
+                "grouped_by": f"embeddings ({model})" if model else "tf-idf",
+            }
+            DiscoveryRun.objects.filter(pk=self.run.pk).update(results=self.run.results)
+        return [[loose[i] for i in group] for group in stored]
+
+    def _embed(self, texts: list[str], model: str):
+        """Unit vectors from the endpoint's /embeddings, EMBED_BATCH texts a request."""
+        import numpy as np
+
+        client = make_client(_Shim(self.run, model), **self.client_options)
+        rows: list[list[float]] = []
+        with client:
+            for start in range(0, len(texts), EMBED_BATCH):
+                found = client.embed(texts[start : start + EMBED_BATCH], model)
+                rows.extend(found.vectors)
+                DiscoveryRun.objects.filter(pk=self.run.pk).update(
+                    tokens_used=F("tokens_used") + found.total_tokens
+                )
+        vectors = np.asarray(rows, dtype=float)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+
+    def _naming_asks(self, groups: list[list[induce.Analysis]]) -> Iterator[Ask]:
+        run, done = self.run, self._answered(DiscoveryAnswer.Phase.NAME)
+        self._total(len(groups), sum((run.model, str(n)) in done for n in range(len(groups))))
+        for n, group in enumerate(groups):
+            if (run.model, str(n)) in done:
+                continue
+            messages = induce.naming_messages(self.taxonomy, group)
+
+            def parse(text: str, group=group) -> dict:
+                return induce.parse_candidate(text, group).as_dict()
+
+            yield Ask("name", run.model, str(n), None, _json_call(messages, parse))
+
+    def _consolidate(self, groups: list[list[induce.Analysis]]) -> None:
+        rows = self.run.answers.filter(phase=DiscoveryAnswer.Phase.NAME, ok=True).order_by("id")
+        named = []
+        for row in rows:
+            data = row.answer
+            fields = {k: data[k] for k in ("code", "name", "definition", "when_to_use", "when_not_to_use")}
+            named.append(induce.Candidate(**fields, examples=list(data["examples"]), support=data["support"]))
+        cited = {(e["trace"], e["step"]) for c in named for e in c.examples}
+        modes = [(m.code, f"{m.name} {m.definition}") for m in self.taxonomy.modes]
+        kept, dropped = induce.consolidate(named, _step_texts(cited, self.run.induction_ids), modes)
+        self._set_phase(
+            DiscoveryRun.Phase.NAME,
+            candidates=[c.as_dict() for c in kept],
+            dropped=[d.as_dict() for d in dropped],
+        )
+
+    def _gate_taxonomy(self) -> PromptTaxonomy:
+        extra = tuple(
+            PromptMode(c["code"], c["name"], c["definition"], c.get("guidance", ""))
+            for c in self.run.candidates
+        )
+        return PromptTaxonomy(self.taxonomy.name, self.taxonomy.single_primary, self.taxonomy.modes + extra)
+
+    def _gate_asks(self) -> Iterator[Ask]:
+        run, done = self.run, self._answered(DiscoveryAnswer.Phase.GATE)
+        raters = list(run.raters)
+        self._total(len(run.held_ids) * len(raters), len(done))
+        taxonomy = self._gate_taxonomy()
+        variants = run.endpoint.get("rater_prompts") or {}
+        texts = dict(
+            PromptTemplate.objects.filter(project=run.project, number__in=set(variants.values())).values_list(
+                "number", "instructions"
+            )
+        )
+        # One labeller per prompt text: raters sharing a prompt share the trace's prepared request.
+        prompt_of = {r: texts.get(variants.get(r), run.instructions) for r in raters}
+        labellers = {text: _GateLabeller(run, taxonomy, text) for text in set(prompt_of.values())}
+        for trace in Trace.objects.filter(pk__in=run.held_ids).order_by("pk"):
+            todo = [r for r in raters if (r, str(trace.pk)) not in done]
+            requests = {text: labellers[text].prepare(trace) for text in {prompt_of[r] for r in todo}}
+            for rater in todo:
+                call = _gate_call(labellers[prompt_of[rater]], requests[prompt_of[rater]])
+                yield Ask("gate", rater, str(trace.pk), trace.pk, call)
+
+    def _gate(self) -> None:
+        run = self.run
+        answers = []
+        for row in run.answers.filter(phase=DiscoveryAnswer.Phase.GATE, ok=True):
+            labels = row.answer.get("labels", [])
+            answers.append(
+                RaterAnswer(
+                    trace=row.trace_id,
+                    rater=row.rater,
+                    codes=frozenset(label["code"] for label in labels),
+                    steps={label["code"]: tuple(label["steps"]) for label in labels},
+                    reasons={label["code"]: label["reason"] for label in labels},
+                )
+            )
+        traces = sorted(int(pk) for pk in run.held_ids)
+        failed = list(Trace.objects.filter(pk__in=traces, outcome="failure").values_list("pk", flat=True))
+        results = gate(
+            answers,
+            traces=traces,
+            failed=failed,
+            raters=list(run.raters),
+            candidates=[c["code"] for c in run.candidates],
+            current=list(self.taxonomy.codes),
+            kappa_min=run.kappa_min,
+            coverage_min=run.coverage_min,
+        )
+        results["grouped_by"] = (run.results or {}).get("grouped_by", "")
+        DiscoveryRun.objects.filter(pk=run.pk).update(results=results)
+        run.results = results
+
+    # --- flying ---
+
+    def _total(self, total: int, done: int) -> None:
+        DiscoveryRun.objects.filter(pk=self.run.pk).update(total=total, done=done, failed=0)
+
+    def _fly(self, asks: Iterator[Ask], models: set[str]) -> bool:
+        """Send the asks, `concurrency` at a time; True when every one was answered (or failed), False
+        when the run was stopped, capped or failed meanwhile."""
+        # A rater MODEL@vN (a prompt variant) asks MODEL.
+        clients = {
+            m: make_client(_Shim(self.run, m.partition("@")[0]), **self.client_options) for m in models
+        }
+        return _Flight(self.run, clients).fly(asks)
+
+
+class _Shim(SimpleNamespace):
+    """What make_client reads of a run: its project, endpoint snapshot and model."""
+
+    def __init__(self, run: DiscoveryRun, model: str):
+        super().__init__(project=run.project, endpoint=run.endpoint, model=model)
+
+
+class _GateLabeller(Labeller):
+    """The LLM rater's labeller with the candidates added to the taxonomy, and the project's prompt version
+    as the run recorded it. Only prepare/ask are used: its answers are never stored as labels."""
+
+    def __init__(self, run: DiscoveryRun, taxonomy: PromptTaxonomy, instructions: str):
+        self.run = SimpleNamespace(prompt=SimpleNamespace(instructions=instructions), endpoint=run.endpoint)
+        self.client = None
+        self.taxonomy, self.modes = taxonomy, {}
+        self.options = long_trace_options(run.endpoint)
+
+
+def _gate_call(labeller: _GateLabeller, request) -> Callable[[ChatClient], tuple[dict | None, str, int]]:
+    def call(client: ChatClient) -> tuple[dict | None, str, int]:
+        asker = Labeller.__new__(Labeller)
+        asker.run, asker.client, asker.taxonomy = labeller.run, client, labeller.taxonomy
+        asker.modes, asker.options = {}, labeller.options
+        outcome = asker.ask(request)
+        if outcome.answer is None:
+            return None, outcome.error, outcome.tokens[2]
+        labels = [
+            {"code": label.code, "steps": list(label.steps), "reason": label.reason}
+            for label in outcome.answer.labels
+        ]
+        return {"labels": labels, "summary": outcome.answer.summary}, "", outcome.tokens[2]
+
+    return call
+
+
+def _json_call(
+    messages: list[dict], parse: Callable[[str], dict]
+) -> Callable[[ChatClient], tuple[dict | None, str, int]]:
+    """Ask, parse; one retry with the reason shown to the model, as the LLM rater does."""
+
+    def call(client: ChatClient) -> tuple[dict | None, str, int]:
+        first = client.complete(messages)
+        try:
+            return parse(first.text), "", first.total_tokens
+        except MalformedAnswer as problem:
+            retry = client.complete(messages + correction_messages(first.text, str(problem)))
+            tokens = first.total_tokens + retry.total_tokens
+            try:
+                return parse(retry.text), "", tokens
+            except MalformedAnswer as again:
+                return None, f"malformed answer, twice: {problem}; on retry: {again}", tokens
+
+    return call
+
+
+def _step_texts(cited: set[tuple[int, int]], allowed: list[int]) -> dict[tuple[int, int], str]:
+    """(trace, step) -> the step's text as the model saw it (content and tool arguments), for the traces
+    the induction read."""
+    allowed_set = {int(pk) for pk in allowed}
+    traces = {t for t, _ in cited if t in allowed_set}
+    out = {}
+    for step in Step.objects.filter(trace_id__in=traces).only("trace_id", "index", "content", "tool_args"):
+        if (step.trace_id, step.index) in cited:
+            args = (
+                step.tool_args
+                if isinstance(step.tool_args, str)
+                else ("" if step.tool_args in (None, {}, []) else str(step.tool_args))
+            )
+            out[(step.trace_id, step.index)] = f"{args}\n{step.content or ''}"
+    return out
+
+
+class _Flight:
+    """Up to `concurrency` asks in a thread pool; each answer recorded by this thread as it arrives."""
+
+    def __init__(self, run: DiscoveryRun, clients: dict[str, ChatClient]):
+        self.run, self.clients = run, clients
+        self.concurrency = max(1, int(run.endpoint.get("concurrency") or 1))
+        self.flying: dict[Future, Ask] = {}
+        self.sending = True
+
+    def fly(self, asks: Iterator[Ask]) -> bool:
+        exhausted = False
+        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix=f"discovery-{self.run.pk}")
+        try:
+            while True:
+                while self.sending and not exhausted and len(self.flying) < self.concurrency:
+                    if not self._may_send():
+                        break
+                    ask = next(asks, None)
+                    if ask is None:
+                        exhausted = True
+                        break
+                    self.flying[pool.submit(ask.call, self.clients[ask.rater])] = ask
+                if not self.flying:
+                    break
+                done, _ = wait(self.flying, timeout=WAKE_SECONDS, return_when=FIRST_COMPLETED)
+                cache.touch(_lock_key(self.run.pk), LOCK_SECONDS)
+                for future in done:
+                    self._collect(future)
+                if self.sending and not done:
+                    self._may_send()
+        except BaseException:
+            self._cancel()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+            for client in self.clients.values():
+                client.close()
+        return exhausted and self.sending
+
+    def _cancel(self) -> None:
+        self.sending = False
+        for client in self.clients.values():
+            client.cancel()
+
+    def _may_send(self) -> bool:
+        if not self.sending:
+            return False
+        status, used = DiscoveryRun.objects.filter(pk=self.run.pk).values_list("status", "tokens_used").get()
+        if status != DiscoveryRun.Status.RUNNING:
+            self._cancel()
+        elif self.run.token_cap and used >= self.run.token_cap:
+            self._cancel()
+            finish(self.run.pk, DiscoveryRun.Status.STOPPED, reason=TOKEN_CAP_REACHED)
+        return self.sending
+
+    def _collect(self, future: Future) -> None:
+        ask = self.flying.pop(future)
+        try:
+            answer, error, tokens = future.result()
+        except LLMCancelled:
+            return  # never sent: asked again on resume
+        except LLMConfigError as error:
+            self._cancel()
+            finish(self.run.pk, DiscoveryRun.Status.FAILED, error=self.clients[ask.rater].redact(str(error)))
+            return
+        except LLMError as error:
+            answer, error, tokens = None, self.clients[ask.rater].redact(str(error)), 0
+        with transaction.atomic():
+            try:
+                with transaction.atomic():
+                    DiscoveryAnswer.objects.create(
+                        run_id=self.run.pk,
+                        phase=ask.phase,
+                        rater=ask.rater,
+                        key=ask.key,
+                        trace_id=ask.trace_id,
+                        ok=answer is not None,
+                        answer=answer or {},
+                        error=error[:2_000],
+                        tokens=tokens,
+                    )
+            except IntegrityError:
+                return  # another worker recorded it first
+            counter = "done" if answer is not None else "failed"
+            DiscoveryRun.objects.filter(pk=self.run.pk).update(
+                **{counter: F(counter) + 1},
+                tokens_used=F("tokens_used") + tokens,
+                heartbeat_at=timezone.now(),
+            )
