@@ -5,6 +5,7 @@ from annotator.models.annotations import Annotation, LabelApplication, LabelHist
 from annotator.models.discussions import Comment, Mention, Thread
 from annotator.models.evolution import ModeRecheck, TaxonomyMigration
 from annotator.models.jobs import ImportJob, JobStatus
+from annotator.models.live import LiveSettings, LiveTrace, PendingLog, PendingSpan
 from annotator.models.llm import LLMConfig, LLMRun, LLMTraceResult, PromptTemplate
 from annotator.models.projects import (
     Assignment,
@@ -44,10 +45,14 @@ __all__ = [
     "LLMTraceResult",
     "LabelApplication",
     "LabelHistory",
+    "LiveSettings",
+    "LiveTrace",
     "Membership",
     "Mention",
     "ModeProposal",
     "ModeRecheck",
+    "PendingLog",
+    "PendingSpan",
     "Project",
     "ProjectTrace",
     "PromptTemplate",

@@ -1,0 +1,55 @@
+"""The spans (and log records) of one trace, as they were received, to one TraceRecord (no Django).
+
+The one place that turns queued live spans into a trace: everything else (the task, the landing) works with
+the TraceRecord it returns. It writes the spans back into an OTLP/JSON document and reads that with the
+file importer's OTel mapping (traces.importers.otel: span tree to nested steps, OpenInference and GenAI
+attributes to roles, messages, tool calls and results, model, tokens), so a live trace and the same spans
+imported from a file are the same trace.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable
+
+import orjson
+
+from traces.importers import otel
+from traces.importers.records import TraceFormatError, TraceRecord
+
+SOURCE = "otlp"
+
+
+def to_record(spans: Iterable[dict], logs: Iterable[dict] = ()) -> TraceRecord:
+    """One trace from its span documents ({"resource", "scope", "span"} as annotator.live.otlp makes them)
+    and its log records ({"resource", "scope", "log"}).
+
+    Log records are written into the document as `resourceLogs`, next to the spans; the OTel mapping of
+    today reads spans only (GenAI log events are joined to their spans by traces.importers.otel once it
+    reads them)."""
+    document = {"resourceSpans": _grouped(spans, "span", "spans")}
+    log_groups = _grouped(logs, "log", "logRecords")
+    if log_groups:
+        document["resourceLogs"] = log_groups
+    records = list(otel.parse(io.BytesIO(orjson.dumps(document)), "live spans"))
+    if len(records) != 1:
+        raise TraceFormatError(f"expected the spans of one trace, found {len(records)} traces")
+    return records[0]
+
+
+def _grouped(items: Iterable[dict], key: str, list_key: str) -> list[dict]:
+    """OTLP/JSON's resource > scope > items nesting, rebuilt from flat {"resource", "scope", key} items."""
+    resources: dict[bytes, tuple[dict, dict[bytes, tuple[dict, list]]]] = {}
+    for item in items:
+        resource, scope = item.get("resource") or {}, item.get("scope") or {}
+        _, scopes = resources.setdefault(orjson.dumps(resource, option=orjson.OPT_SORT_KEYS), (resource, {}))
+        _, members = scopes.setdefault(orjson.dumps(scope, option=orjson.OPT_SORT_KEYS), (scope, []))
+        members.append(item[key])
+    scope_key = "scopeSpans" if key == "span" else "scopeLogs"
+    return [
+        {
+            "resource": resource,
+            scope_key: [{"scope": scope, list_key: members} for scope, members in scopes.values()],
+        }
+        for resource, scopes in resources.values()
+    ]
