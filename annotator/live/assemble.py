@@ -34,7 +34,28 @@ def to_record(spans: Iterable[dict], logs: Iterable[dict] = ()) -> TraceRecord:
     records = list(otel.parse(io.BytesIO(orjson.dumps(document)), "live spans"))
     if len(records) != 1:
         raise TraceFormatError(f"expected the spans of one trace, found {len(records)} traces")
-    return records[0]
+    record = records[0]
+    if record.outcome == "unknown":
+        record.outcome = _outcome(document)
+    return record
+
+
+def _outcome(document: dict) -> str:
+    """A run's outcome from its root span's status, as the SDKs set it: ERROR is a failed run, OK a
+    successful one; unset (most spans) stays unknown. (Read here because a project may assign only failed
+    live runs; the file importer leaves outcome unknown.)"""
+    for resource in document["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                if not span.get("parentSpanId"):
+                    code = (span.get("status") or {}).get("code")
+                    return {
+                        "STATUS_CODE_ERROR": "failure",
+                        2: "failure",
+                        "STATUS_CODE_OK": "success",
+                        1: "success",
+                    }.get(code, "unknown")
+    return "unknown"
 
 
 def _grouped(items: Iterable[dict], key: str, list_key: str) -> list[dict]:
