@@ -314,6 +314,12 @@ def do_sweep() -> int:
     return sum(do_assemble_due(project_id) for project_id in list(projects))
 
 
+def arrivals(project: Project, trace_ids: list[int]) -> dict[int, datetime]:
+    """When each of `trace_ids` that came in live first arrived (the trace list's "live" badge)."""
+    rows = LiveTrace.objects.filter(project=project, trace_id__in=trace_ids)
+    return dict(rows.values_list("trace_id", "first_received_at"))
+
+
 # What the project page shows -----------------------------------------------------------------------------
 
 

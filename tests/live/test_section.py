@@ -99,3 +99,13 @@ def test_span_names_are_escaped(project, owner):
 
     assert "<script>alert(1)" not in body
     assert "&lt;script&gt;" in body
+
+
+def test_the_trace_list_marks_live_traces_with_their_arrival_time(project, owner):
+    items = otlp.parse_traces(encode_spans(agent_run.record_run()).SerializeToString(), otlp.PROTOBUF).items
+    do_accept_spans(project, items)
+
+    body = _client(owner).get(f"/p/{project.slug}/traces/").content.decode()
+
+    assert 'class="pill live"' in body
+    assert project.live_traces.get().first_received_at.strftime("%Y-%m-%d %H:%M") in body
