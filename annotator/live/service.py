@@ -22,8 +22,9 @@ import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+import orjson
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, F, Max, Min, Q
 from django.utils import timezone
 
@@ -73,11 +74,53 @@ def do_accept_spans(project: Project, items: list[dict]) -> int:
     if waiting + len(items) > settings.OTLP_MAX_PENDING_SPANS:
         raise QueueFull(f"{waiting} spans of this project are waiting to be assembled")
     now = timezone.now()
-    rows = [_span_row(project, item, now) for item in items]
+    rows = [_span_values(project.pk, item, now) for item in items]
     with transaction.atomic():
-        created = PendingSpan.objects.bulk_create(rows, ignore_conflicts=True, batch_size=1000)
+        created = _insert(rows)
         _queue_assembly(project)
-    return len(created)
+    return created
+
+
+_COLUMNS = (
+    "project_id",
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "name",
+    "start_ns",
+    "end_ns",
+    "body",
+    "received_at",
+    "state",
+)
+_SQL_ROWS = 500
+
+
+def _insert(rows: list[tuple]) -> int:
+    """One INSERT ... ON CONFLICT DO NOTHING per 500 spans on PostgreSQL, each body sent as JSON text
+    (bulk_create's array parameters escaped every body in Python: most of a request's time); bulk_create
+    elsewhere. Returns how many spans were new (a span already stored is skipped)."""
+    if connection.vendor != "postgresql":
+        spans = [PendingSpan(**dict(zip(_COLUMNS, row, strict=True))) for row in rows]
+        return len(PendingSpan.objects.bulk_create(spans, ignore_conflicts=True, batch_size=_SQL_ROWS))
+    table = PendingSpan._meta.db_table
+    one = "(%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s)"
+    added = 0
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), _SQL_ROWS):
+            part = rows[start : start + _SQL_ROWS]
+            params = [
+                value if i != 7 else orjson.dumps(value).decode()
+                for row in part
+                for i, value in enumerate(row)
+            ]
+            cursor.execute(
+                f"INSERT INTO {table} ({', '.join(_COLUMNS)}) VALUES {', '.join([one] * len(part))} "
+                "ON CONFLICT DO NOTHING",
+                params,
+            )
+            added += cursor.rowcount
+    return added
 
 
 def do_accept_logs(project: Project, items: list[dict]) -> int:
@@ -101,18 +144,20 @@ def do_accept_logs(project: Project, items: list[dict]) -> int:
     return len(rows)
 
 
-def _span_row(project: Project, item: dict, now: datetime) -> PendingSpan:
+def _span_values(project_id: int, item: dict, now: datetime) -> tuple:
+    """A PendingSpan row's values in _COLUMNS order."""
     span = item["span"]
-    return PendingSpan(
-        project=project,
-        trace_id=span["traceId"],
-        span_id=span["spanId"],
-        parent_span_id=span.get("parentSpanId", ""),
-        name=str(span.get("name", ""))[:200],
-        start_ns=_nanos(span.get("startTimeUnixNano")),
-        end_ns=_nanos(span.get("endTimeUnixNano")),
-        body=item,
-        received_at=now,
+    return (
+        project_id,
+        span["traceId"],
+        span["spanId"],
+        span.get("parentSpanId", ""),
+        str(span.get("name", ""))[:200],
+        _nanos(span.get("startTimeUnixNano")),
+        _nanos(span.get("endTimeUnixNano")),
+        item,
+        now,
+        PendingSpan.State.PENDING,
     )
 
 

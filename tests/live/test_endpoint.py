@@ -241,3 +241,31 @@ def test_log_records_are_accepted_and_kept_with_their_trace(project, ingest_key,
     assert partial["rejectedLogRecords"] == "1"
     [log] = project.live_logs.all()
     assert log.trace_id == ids["traceId"]
+
+
+def test_the_fast_span_conversion_writes_what_protobufs_own_json_does(run):
+    """annotator.live.otlp.span_doc is a hand-written MessageToDict (with hex ids): the same documents."""
+    import base64
+
+    from google.protobuf import json_format
+
+    from annotator.live.otlp import span_doc
+
+    request = encode_spans(run)
+    span = request.resource_spans[0].scope_spans[0].spans.add()
+    span.CopyFrom(request.resource_spans[0].scope_spans[0].spans[0])
+    span.status.code, span.status.message = 2, "boom"
+    event = span.events.add(name="exception", time_unix_nano=5)
+    nested = event.attributes.add(key="nested")
+    nested.value.kvlist_value.values.add(key="n", value={"int_value": 7})
+    nested.value.kvlist_value.values.add(key="a", value={"array_value": {"values": [{"double_value": 1.5}]}})
+    event.attributes.add(key="raw", value={"bytes_value": b"\x01\x02"})
+    span.links.add(trace_id=bytes(range(16)), span_id=bytes(range(8)), flags=1)
+    for span in request.resource_spans[0].scope_spans[0].spans:
+        expected = json_format.MessageToDict(span)
+        for key in ("traceId", "spanId", "parentSpanId"):
+            if key in expected:
+                expected[key] = base64.b64decode(expected[key]).hex()
+        for link in expected.get("links", []):
+            link["traceId"], link["spanId"] = (base64.b64decode(link[k]).hex() for k in ("traceId", "spanId"))
+        assert span_doc(span) == expected
