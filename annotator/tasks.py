@@ -131,7 +131,7 @@ def assemble_live_traces(project_id: int) -> int:
     """Assemble the project's live traces that are complete (annotator/live/service.py). Each request sends
     one, due when its spans have been quiet for OTLP_TRACE_QUIET_SECONDS, so the last span of a trace
     brings the task that finds it complete."""
-    from annotator.live.service import do_assemble_due
+    from annotator.live.assembly import do_assemble_due
 
     return do_assemble_due(project_id)
 
@@ -139,7 +139,7 @@ def assemble_live_traces(project_id: int) -> int:
 @shared_task(name="annotator.live.sweep")
 def sweep_live_traces() -> int:
     """Run by Celery beat: assemble live traces whose task was lost (a worker restart, a broker outage)."""
-    from annotator.live.service import do_sweep
+    from annotator.live.assembly import do_sweep
 
     try:
         return do_sweep()

@@ -276,7 +276,7 @@ def main() -> int:
     from django.core.management import call_command
     from django.utils import timezone
 
-    from annotator.live.service import do_assemble_due
+    from annotator.live.assembly import do_assemble_due
     from annotator.models import Membership, PendingSpan, Project
     from annotator.services.api_tokens import do_issue_ingest_token
     from taxonomy.services import load_builtin_taxonomies

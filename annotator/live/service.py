@@ -1,4 +1,4 @@
-"""Live traces: accept spans from a project's OTLP endpoint, and assemble finished traces off the request path.
+"""Live traces: accept spans from a project's OTLP endpoint (assembly: annotator.live.assembly).
 
 Accepting (`do_accept_spans`) stores the spans in one bulk insert and queues the assembly task in the same
 transaction: when the broker cannot take the message (Redis down) the insert is rolled back and the caller
@@ -6,44 +6,27 @@ answers 503 with Retry-After, so a request is either wholly queued or not at all
 retries 503, sends it again once Redis is back. A span sent twice (an exporter's retry, the same run sent
 again) is stored once (unique per project, trace and span id).
 
-Assembling (`do_assemble_due`, the task `annotator.live.assemble`) takes the traces of a project whose root
-span has ended and that have been quiet for OTLP_TRACE_QUIET_SECONDS (without a worker, tasks run inline:
-then a trace is assembled as soon as its root span has arrived and later spans extend it), turns their spans
-into one trace each (annotator.live.assemble.to_record) and lands it in the project's batch of the day.
-A span of a trace already stored extends that trace while nobody has started labelling it; afterwards it is
-kept (PendingSpan.State.HELD), counted on the LiveTrace and shown to the owner, never merged into labelled
-work. The periodic `annotator.live.sweep` assembles whatever a lost task left behind.
+What the project page shows of it (`live_status`, `arrivals`) is here too.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import orjson
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, F, Max, Min, Q
+from django.db.models import Count
 from django.utils import timezone
 
-from annotator.live.assemble import to_record
-from annotator.models import Annotation, LiveSettings, LiveTrace, PendingLog, PendingSpan, Project
-from annotator.search.indexing import schedule_indexing
-from annotator.services.assignment import do_assign
+from annotator.models import LiveTrace, PendingLog, PendingSpan, Project
 from annotator.services.enqueue import enqueue, is_eager
-from traces import chunks
-from traces.answer_key import answer_key_of, public_metadata
-from traces.importers.records import TraceFormatError, TraceRecord
-from traces.models import Batch, Outcome, Step, Trace
-from traces.rows import prepare
 
 log = logging.getLogger(__name__)
 
 ASSEMBLE_TASK = "annotator.live.assemble"
-FORMAT = "otel"
-BATCH_SOURCE = "OTLP endpoint (live)"
 
 
 class QueueUnavailable(Exception):
@@ -52,17 +35,6 @@ class QueueUnavailable(Exception):
 
 class QueueFull(Exception):
     """Too many spans of the project are waiting for assembly: the client should retry later."""
-
-
-@dataclass(frozen=True, slots=True)
-class Landed:
-    trace: Trace
-    new: bool
-
-
-def batch_name(day: datetime) -> str:
-    """The batch of a project's live traces of one (UTC) day, named so a person recognises it."""
-    return f"Live {day:%Y-%m-%d}"
 
 
 def do_accept_spans(project: Project, items: list[dict]) -> int:
@@ -177,186 +149,6 @@ def _queue_assembly(project: Project) -> None:
     enqueue(ASSEMBLE_TASK, project.pk, countdown=countdown, after_commit=False, on_failure=failure.append)
     if failure:
         raise QueueUnavailable(str(failure[0]))
-
-
-# Assembly ----------------------------------------------------------------------------------------------------
-
-
-def due_trace_ids(project_id: int, now: datetime | None = None) -> list[str]:
-    """Trace ids of the project with pending spans that are ready: root ended and quiet, or already stored
-    (late spans), or waiting longer than OTLP_TRACE_ABANDON_SECONDS for a root that never came."""
-    now = now or timezone.now()
-    quiet = 0 if is_eager() else settings.OTLP_TRACE_QUIET_SECONDS
-    rows = (
-        PendingSpan.objects.filter(project_id=project_id, state=PendingSpan.State.PENDING)
-        .values("trace_id")
-        .annotate(
-            last=Max("received_at"),
-            first=Min("received_at"),
-            roots=Count("pk", filter=Q(parent_span_id="", end_ns__isnull=False)),
-        )
-    )
-    stored = set(
-        LiveTrace.objects.filter(
-            project_id=project_id, otlp_trace_id__in=[row["trace_id"] for row in rows]
-        ).values_list("otlp_trace_id", flat=True)
-    )
-    due = []
-    for row in rows:
-        quiet_now = row["last"] <= now - timedelta(seconds=quiet)
-        abandoned = row["first"] <= now - timedelta(seconds=settings.OTLP_TRACE_ABANDON_SECONDS)
-        if (quiet_now and (row["roots"] or row["trace_id"] in stored)) or abandoned:
-            due.append(row["trace_id"])
-    return due
-
-
-def do_assemble_due(project_id: int, now: datetime | None = None) -> int:
-    """Assemble every due trace of the project; returns how many traces were stored or extended.
-    Idempotent: the project row is locked while it runs, and spans already assembled are not read twice."""
-    assigned_new = False
-    done = 0
-    with transaction.atomic():
-        project = Project.objects.select_for_update().filter(pk=project_id).first()
-        if project is None:
-            return 0
-        choice = LiveSettings.objects.filter(project=project).first() or LiveSettings(project=project)
-        for trace_id in due_trace_ids(project_id, now):
-            outcome = _assemble_one(project, trace_id, choice)
-            if outcome is None:
-                continue
-            done += 1
-            assigned_new |= outcome
-        if done:
-            schedule_indexing()
-            if assigned_new:
-                do_assign(project)
-    return done
-
-
-def _assemble_one(project: Project, trace_id: str, choice: LiveSettings) -> bool | None:
-    """One trace id: stored, extended or its new spans held. Returns whether a new trace was chosen for
-    labelling (True), something else changed (False), or nothing did (None)."""
-    pending = list(
-        PendingSpan.objects.filter(project=project, trace_id=trace_id, state=PendingSpan.State.PENDING)
-    )
-    if not pending:
-        return None
-    now = timezone.now()
-    live = LiveTrace.objects.select_for_update().filter(project=project, otlp_trace_id=trace_id).first()
-    if live is not None and Annotation.objects.filter(assignment__trace_id=live.trace_id).exists():
-        PendingSpan.objects.filter(pk__in=[s.pk for s in pending]).update(state=PendingSpan.State.HELD)
-        LiveTrace.objects.filter(pk=live.pk).update(
-            held_spans=F("held_spans") + len(pending), last_received_at=now
-        )
-        log.info(
-            "live trace %s of %s: %d late spans held (labelling started)", trace_id, project, len(pending)
-        )
-        return False
-    spans = list(
-        PendingSpan.objects.filter(project=project, trace_id=trace_id)
-        .exclude(state=PendingSpan.State.HELD)
-        .order_by("start_ns", "pk")
-        .values_list("body", flat=True)
-    )
-    logs = PendingLog.objects.filter(project=project, trace_id=trace_id).values_list("body", flat=True)
-    try:
-        record = to_record(spans, logs)
-    except TraceFormatError as error:
-        # Spans that cannot make a trace are kept (held) and counted, never dropped in silence.
-        log.warning("live trace %s of %s cannot be assembled: %s", trace_id, project, error)
-        PendingSpan.objects.filter(pk__in=[s.pk for s in pending]).update(state=PendingSpan.State.HELD)
-        return False
-    first = min(s.received_at for s in pending)
-    record.metadata["live"] = {"received_at": first.isoformat(), "spans": len(spans)}
-    PendingSpan.objects.filter(pk__in=[s.pk for s in pending]).update(state=PendingSpan.State.ASSEMBLED)
-    if live is not None:
-        _replace(live.trace, record)
-        LiveTrace.objects.filter(pk=live.pk).update(spans=len(spans), last_received_at=now, assembled_at=now)
-        return False
-    landed = _land(project, record)
-    chosen = _chosen(choice, landed.trace)
-    LiveTrace.objects.create(
-        project=project,
-        otlp_trace_id=trace_id,
-        trace=landed.trace,
-        first_received_at=first,
-        last_received_at=max(s.received_at for s in pending),
-        assembled_at=now,
-        spans=len(spans),
-        unassigned=not chosen,
-    )
-    return chosen and landed.new
-
-
-def _land(project: Project, record: TraceRecord) -> Landed:
-    """Store `record` in the project's batch of the day, or find the project's trace with the same content
-    (the same run sent again under another trace id is one trace)."""
-    prepared = prepare(record, FORMAT, "live spans", copy_text=False, keep_annotations=False)
-    same = Trace.objects.in_project(project).filter(content_hash=prepared.digest).first()
-    if same is not None:
-        return Landed(trace=same, new=False)
-    batch = _day_batch(project)
-    [trace_id] = chunks.bulk_chunk(batch, [(prepared, FORMAT)])
-    Batch.objects.filter(pk=batch.pk).update(
-        trace_count=F("trace_count") + 1, step_count=F("step_count") + prepared.step_count
-    )
-    return Landed(trace=Trace.objects.get(pk=trace_id), new=True)
-
-
-def _day_batch(project: Project) -> Batch:
-    name = batch_name(timezone.now())
-    batch = project.batches.filter(name=name, source=BATCH_SOURCE).order_by("pk").first()
-    if batch is None:
-        batch = Batch.objects.create(name=name, source=BATCH_SOURCE, format=FORMAT)
-        project.batches.add(batch)
-    return batch
-
-
-def _replace(trace: Trace, record: TraceRecord) -> None:
-    """The stored trace's content becomes `record`'s (late spans before anyone labels it)."""
-    prepared = prepare(record, FORMAT, "live spans", copy_text=False, keep_annotations=False)
-    old_steps = trace.step_count
-    Step.objects.filter(trace=trace).delete()
-    Step.objects.bulk_create(
-        [Step(trace=trace, **dict(zip(Step.DATA_FIELDS, values, strict=True))) for values in prepared.steps],
-        batch_size=2000,
-    )
-    Trace.objects.filter(pk=trace.pk).update(
-        content_hash=prepared.digest,
-        task=record.task,
-        system=record.system[:120],
-        model=record.model[:120],
-        outcome=record.outcome,
-        score=record.score,
-        metadata=public_metadata(record.metadata),
-        answer_key=answer_key_of(record.metadata),
-        raw=record.raw,
-        step_count=prepared.step_count,
-    )
-    Batch.objects.filter(pk=trace.batch_id).update(
-        step_count=F("step_count") + prepared.step_count - old_steps
-    )
-
-
-def _chosen(choice: LiveSettings, trace: Trace) -> bool:
-    """Whether the project's live settings give this trace annotators."""
-    if choice.assign == LiveSettings.Assign.ALL:
-        return True
-    if choice.assign == LiveSettings.Assign.FAILURES:
-        return trace.outcome == Outcome.FAILURE
-    if choice.assign == LiveSettings.Assign.SAMPLE:
-        return random.random() < choice.sample_rate
-    return False
-
-
-def do_sweep() -> int:
-    """Assemble the due traces of every project with pending spans (the periodic safety net)."""
-    projects = (
-        PendingSpan.objects.filter(state=PendingSpan.State.PENDING)
-        .values_list("project_id", flat=True)
-        .distinct()
-    )
-    return sum(do_assemble_due(project_id) for project_id in list(projects))
 
 
 def arrivals(project: Project, trace_ids: list[int]) -> dict[int, datetime]:

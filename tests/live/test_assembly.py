@@ -8,8 +8,9 @@ import pytest
 from django.utils import timezone
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-from annotator.live import otlp, service
-from annotator.live.service import do_accept_spans, do_assemble_due, due_trace_ids, live_status
+from annotator.live import assembly, otlp, service
+from annotator.live.assembly import do_assemble_due, due_trace_ids
+from annotator.live.service import do_accept_spans, live_status
 from annotator.models import Assignment, LiveSettings, LiveTrace, PendingSpan
 from annotator.services.annotations import do_save_draft
 from annotator.services.payload import AnnotationPayload
@@ -32,7 +33,7 @@ def test_a_trace_waits_for_its_root_and_a_quiet_window_when_a_worker_assembles(
     """With a worker, a trace is complete once its root span has ended and no span came for
     OTLP_TRACE_QUIET_SECONDS."""
     settings.OTLP_TRACE_QUIET_SECONDS = 30
-    monkeypatch.setattr(service, "is_eager", lambda: False)
+    monkeypatch.setattr(assembly, "is_eager", lambda: False)
     monkeypatch.setattr(
         service, "_queue_assembly", lambda project: None
     )  # the broker's part, tested elsewhere
@@ -48,7 +49,7 @@ def test_a_trace_waits_for_its_root_and_a_quiet_window_when_a_worker_assembles(
 
 
 def test_a_trace_whose_root_never_comes_is_assembled_after_the_abandon_time(project, monkeypatch, settings):
-    monkeypatch.setattr(service, "is_eager", lambda: False)
+    monkeypatch.setattr(assembly, "is_eager", lambda: False)
     monkeypatch.setattr(service, "_queue_assembly", lambda project: None)
     _, children = _root_and_children(agent_run.record_run())
     do_accept_spans(project, _items(children))
