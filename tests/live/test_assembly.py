@@ -166,3 +166,57 @@ def test_a_failed_run_is_assigned_when_the_project_assigns_failures(project):
     trace = Trace.objects.get()
     assert trace.outcome == "failure"
     assert Assignment.objects.filter(trace=trace).exists()
+
+
+def test_spans_with_the_genai_semantic_conventions_map_to_steps(project):
+    """The GenAI conventions (gen_ai.*), as the OpenTelemetry GenAI instrumentations write them."""
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "genai-agent"}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("tests.live.genai")
+    with tracer.start_as_current_span("invoke_agent planner") as root:
+        root.set_attributes({"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"})
+        with tracer.start_as_current_span("chat gpt-4.1") as chat:
+            chat.set_attributes(
+                {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.request.model": "gpt-4.1",
+                    "gen_ai.usage.input_tokens": 30,
+                    "gen_ai.usage.output_tokens": 8,
+                    "gen_ai.input.messages": '[{"role": "user", "parts": [{"type": "text", "content": "Weather in Oslo?"}]}]',
+                    "gen_ai.output.messages": '[{"role": "assistant", "parts": [{"type": "text", "content": "Checking."}]}]',
+                }
+            )
+        with tracer.start_as_current_span("execute_tool get_weather") as tool:
+            tool.set_attributes(
+                {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "get_weather",
+                    "gen_ai.tool.call.id": "call_1",
+                    "gen_ai.tool.call.arguments": '{"city": "Oslo"}',
+                    "gen_ai.tool.call.result": "-3 C, snow",
+                }
+            )
+    provider.shutdown()
+
+    do_accept_spans(project, _items(memory.get_finished_spans()))
+
+    trace = Trace.objects.in_project(project).get()
+    agent, chat, tool = trace.steps.order_by("index")
+    assert (agent.parent_index, chat.parent_index, tool.parent_index) == (None, 0, 0)
+    assert agent.agent == "planner"
+    assert "Checking." in chat.content and chat.tokens == 38
+    assert (tool.kind, tool.tool_name, tool.tool_args, tool.tool_call_id) == (
+        "tool_call",
+        "get_weather",
+        {"city": "Oslo"},
+        "call_1",
+    )
+    assert tool.content == "-3 C, snow"
+    assert trace.model == "gpt-4.1"
+    assert trace.system == "genai-agent"
