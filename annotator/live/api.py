@@ -19,6 +19,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.decorators import api_view, authentication_classes, parser_classes, permission_classes
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 
 from annotator.access import MANAGE_ROLES, access_project
@@ -36,9 +37,11 @@ def ingest_project(request, slug: str) -> Project:
     """The project the request may send to: an ingest token's own (annotator.api.auth has checked the
     slug), or one the token's user owns (404 for others, 403 for members who are not owners)."""
     token = request.auth
-    if token is not None and token.is_ingest:
-        return token.project
-    return access_project(request.user, slug, roles=MANAGE_ROLES)
+    project = token.project if token is not None and token.is_ingest else None
+    project = project or access_project(request.user, slug, roles=MANAGE_ROLES)
+    if project.archived:
+        raise PermissionDenied("This project is archived: it takes no new spans (an owner can unarchive it).")
+    return project
 
 
 def _answer(kind: str, status: int, message: str, *, retry: bool = False) -> HttpResponse:

@@ -269,3 +269,16 @@ def test_the_fast_span_conversion_writes_what_protobufs_own_json_does(run):
         for link in expected.get("links", []):
             link["traceId"], link["spanId"] = (base64.b64decode(link[k]).hex() for k in ("traceId", "spanId"))
         assert span_doc(span) == expected
+
+
+def test_an_archived_project_takes_no_new_spans(project, ingest_key, run):
+    from django.utils import timezone
+
+    project.archived_at = timezone.now()
+    project.save(update_fields=["archived_at"])
+
+    response = _post(project.slug, agent_run.protobuf_body(run), ingest_key)
+
+    assert response.status_code == 403
+    assert "archived" in response.json()["detail"]
+    assert not PendingSpan.objects.exists()
