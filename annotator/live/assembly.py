@@ -19,6 +19,7 @@ import random
 from collections import defaultdict
 from datetime import datetime, timedelta
 
+import orjson
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, F, Max, Min, Q
@@ -159,7 +160,7 @@ def _records(
         .order_by("trace_id", "start_ns", "pk")
         .values_list("trace_id", "body")
     ):
-        spans[trace_id].append(body)
+        spans[trace_id].append(orjson.loads(body))
     logs: dict[str, list[dict]] = defaultdict(list)
     for trace_id, body in PendingLog.objects.filter(project=project, trace_id__in=trace_ids).values_list(
         "trace_id", "body"

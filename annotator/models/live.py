@@ -27,9 +27,10 @@ class PendingSpan(models.Model):
     name = models.CharField(max_length=200, blank=True)
     start_ns = models.BigIntegerField(null=True)
     end_ns = models.BigIntegerField(null=True)
-    # The span as OTLP/JSON (camelCase, hex ids), with its resource and scope, so that the trace is
-    # assembled from exactly what was sent.
-    body = models.JSONField()
+    # The span as OTLP/JSON text (camelCase, hex ids), with its resource and scope, so that the trace is
+    # assembled from exactly what was sent. Bytes, not jsonb: nothing queries inside it, and PostgreSQL
+    # parsing each body as jsonb was most of a request's insert (annotator.live.service._insert).
+    body = models.BinaryField()
     received_at = models.DateTimeField(db_index=True)
     state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
 
