@@ -30,6 +30,9 @@ _FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
 # \u0000 in JSON text, unless its backslash is itself escaped (then it is the literal text "\u0000").
 _JSON_NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000", re.IGNORECASE)
 NUL = "\x00"
+# The OTLP endpoints read their own bodies (gzip, protobuf or JSON, larger than a form) and refuse a NUL
+# per span themselves (annotator/live/otlp.py).
+_OTLP = re.compile(r"^/api/projects/[^/]+/otlp/v1/(?:traces|logs)$")
 # Django's own bounds on a form (DATA_UPLOAD_MAX_NUMBER_FIELDS, _FILES, _MEMORY_SIZE): reading past one
 # raises, and unanswered that is Django's bare 400 page, not the API's error shape.
 OVERSIZED_FORM = (TooManyFieldsSent, TooManyFilesSent, RequestDataTooBig)
@@ -83,7 +86,9 @@ def _nul_problem(request: HttpRequest) -> str:
         for name, uploads in request.FILES.lists():
             if any(NUL in (upload.name or "") for upload in uploads):
                 return f"The name of a file sent as {_label(name)} contains a NUL character (\\0)."
-    elif content_type == "application/json" or content_type.endswith("+json"):
+    elif (content_type == "application/json" or content_type.endswith("+json")) and not _OTLP.match(
+        request.path
+    ):
         body = request.body
         if b"\x00" in body or _JSON_NUL.search(body):
             return "The JSON body contains a NUL character (\\0 or \\u0000), which text here cannot hold."

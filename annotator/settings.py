@@ -153,6 +153,15 @@ IMPORT_MAX_ARCHIVE_MB = envint("IMPORT_MAX_ARCHIVE_MB", 2048)
 IMPORT_MAX_ZIP_RATIO = envint("IMPORT_MAX_ZIP_RATIO", 200)
 # A hard ceiling on the memory one import may add to its process (0: none), whatever decodes.
 IMPORT_MAX_MEMORY_MB = envint("IMPORT_MAX_MEMORY_MB", 2048)
+# Live traces (annotator/live, docs/live.md): a trace is assembled once its root span has ended and no span
+# of it arrived for OTLP_TRACE_QUIET_SECONDS; one whose root never comes, after OTLP_TRACE_ABANDON_SECONDS.
+# One request carries at most OTLP_MAX_SPANS spans (its body is bounded by IMPORT_MAX_RECORD_MB), and at
+# most OTLP_MAX_PENDING_SPANS may wait per project before the endpoint answers 429 (back-pressure).
+OTLP_TRACE_QUIET_SECONDS = envint("OTLP_TRACE_QUIET_SECONDS", 30)
+OTLP_TRACE_ABANDON_SECONDS = envint("OTLP_TRACE_ABANDON_SECONDS", 3600)
+OTLP_MAX_SPANS = envint("OTLP_MAX_SPANS", 10000)
+OTLP_MAX_PENDING_SPANS = envint("OTLP_MAX_PENDING_SPANS", 1000000)
+OTLP_RETRY_AFTER_SECONDS = envint("OTLP_RETRY_AFTER_SECONDS", 5)
 
 REDIS_URL = envstr("REDIS_URL")
 # The cache is an accelerator, never a dependency: with Redis down every call answers "no cache" within
@@ -194,6 +203,7 @@ CELERY_TASK_ROUTES = {
     "annotator.exports.*": {"queue": envstr("CELERY_EXPORT_QUEUE", CELERY_TASK_DEFAULT_QUEUE)},
     "annotator.llm.*": {"queue": envstr("CELERY_LLM_QUEUE", CELERY_TASK_DEFAULT_QUEUE)},
     "annotator.jobs.*": {"queue": envstr("CELERY_AGREEMENT_QUEUE", CELERY_TASK_DEFAULT_QUEUE)},
+    "annotator.live.*": {"queue": envstr("CELERY_IMPORT_QUEUE", CELERY_TASK_DEFAULT_QUEUE)},
 }
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
@@ -224,6 +234,8 @@ JOB_RECONCILE_SECONDS = envint("JOB_RECONCILE_SECONDS", 60)
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "reconcile-jobs": {"task": "annotator.jobs.reconcile", "schedule": float(JOB_RECONCILE_SECONDS)},
+    # Live traces whose assembly task was lost (a worker restart) are assembled on the next sweep.
+    "sweep-live-traces": {"task": "annotator.live.sweep", "schedule": float(JOB_RECONCILE_SECONDS)},
 }
 
 # Agreement reports (see annotator/services/reports.py for the debounce): bootstrap resamples per mode

@@ -149,3 +149,25 @@ def reconcile_jobs() -> dict:
     except OperationalError as error:
         log.warning("job reconciliation skipped, the database is unreachable: %s", error)
         return {"skipped": str(error)}
+
+
+@shared_task(name="annotator.live.assemble", **RETRY_ON_DATABASE_OUTAGE)
+def assemble_live_traces(project_id: int) -> int:
+    """Assemble the project's live traces that are complete (annotator/live/service.py). Each request sends
+    one, due when its spans have been quiet for OTLP_TRACE_QUIET_SECONDS, so the last span of a trace
+    brings the task that finds it complete."""
+    from annotator.live.assembly import do_assemble_due
+
+    return do_assemble_due(project_id)
+
+
+@shared_task(name="annotator.live.sweep")
+def sweep_live_traces() -> int:
+    """Run by Celery beat: assemble live traces whose task was lost (a worker restart, a broker outage)."""
+    from annotator.live.assembly import do_sweep
+
+    try:
+        return do_sweep()
+    except OperationalError as error:
+        log.warning("live trace sweep skipped, the database is unreachable: %s", error)
+        return 0

@@ -7,6 +7,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from annotator.discovery import views as discovery
+from annotator.live import views as live
 from annotator.outcomes import views as outcomes
 from annotator.search import views as saved_views
 from annotator.similar import views as similar
@@ -212,6 +213,12 @@ llm_urls = [
     ),
     path("p/<slug:slug>/llm/agreement/", llm.agreement, name="project-llm-agreement"),
 ]
+live_urls = [  # the live section of the project page (annotator/live/views.py)
+    path("p/<slug:slug>/live/", live.live_section, name="project-live"),
+    path("p/<slug:slug>/live/spans/", live.live_spans, name="project-live-spans"),
+    path("p/<slug:slug>/live/token/", live.create_ingest_token, name="project-live-token"),
+    path("p/<slug:slug>/live/settings/", live.save_live_settings, name="project-live-settings"),
+]
 triage_urls = [
     path("p/<slug:slug>/triage/", triage.triage_page, name="project-triage"),
     path("p/<slug:slug>/triage/order/", triage.set_order, name="project-triage-order"),
@@ -267,6 +274,7 @@ urlpatterns = [
     *triage_urls,
     *similar_urls,
     *discovery_urls,
+    *live_urls,
     *saved_views_urls,
     *traces_urls,
     *taxonomy_urls,

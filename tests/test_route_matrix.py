@@ -133,6 +133,10 @@ discovery-stop                POST  login 404   403   403   403   403   302   40
 discovery-resume              POST  login 404   403   403   403   403   302   403   404   404
 discovery-send                POST  login 404   403   403   403   403   302   403   404   404
 discovery-round               POST  login 404   403   403   403   403   302   403   404   404
+project-live                  GET   login 404   403   403   403   403   200   200   404   404
+project-live-spans            GET   login 404   403   403   403   403   200   200   404   404
+project-live-token            POST  login 404   403   403   403   403   200   200   404   404
+project-live-settings         POST  login 404   403   403   403   403   200   200   404   404
 agreement                     GET   login 404   403   403   200   200   200   403   404   404
 agreement-refresh             POST  login 404   403   403   302   302   302   403   404   404
 agreement-report              GET   login 404   403   403   200   200   200   403   404   404
@@ -168,6 +172,9 @@ api-export-status             GET   401   404   403   403   403   403   200   40
 api-export-labels             GET   401   404   403   403   403   403   200   403   404   404
 api-signatures                GET   401   404   403   403   200   200   200   403   404   404
 api-project-traces            GET   401   404   200   200   200   200   200   200   404   404
+# OTLP ingest takes a token only (an ingest token or an owner's; tests/live/): a session is not enough.
+api-otlp-traces               POST  401   401   401   401   401   401   401   401   401   401
+api-otlp-logs                 POST  401   401   401   401   401   401   401   401   401   401
 api-views                     GET   401   404   200   200   200   200   200   200   404   404
 api-view                      GET   401   404   200   200   200   200   200   200   404   404
 api-trace                     GET   401   404   200   200   200   200   200   200   404   404

@@ -29,6 +29,7 @@ from annotator.api import (
     traces,
 )
 from annotator.discovery import api as discovery
+from annotator.live import api as live
 from annotator.outcomes import api as outcomes
 from annotator.search import api as saved_views
 from annotator.similar import api as similar
@@ -232,6 +233,12 @@ saved_views_urls = [
 signatures_urls = [
     path("projects/<slug:slug>/signatures/", signatures.project_signatures, name="api-signatures"),
 ]
+# OTLP/HTTP (annotator/live/api.py). Names fixed: annotator.models.tokens.INGEST_ROUTES lets a project's
+# ingest token call exactly these two.
+live_urls = [
+    path("projects/<slug:slug>/otlp/v1/traces", live.otlp_traces, name="api-otlp-traces"),
+    path("projects/<slug:slug>/otlp/v1/logs", live.otlp_logs, name="api-otlp-logs"),
+]
 
 urlpatterns = [
     *schema_urls,
@@ -256,5 +263,6 @@ urlpatterns = [
     *proposals_urls,
     *adjudication_urls,
     *signatures_urls,
+    *live_urls,
     *router.urls,  # projects/ and taxonomies/, and the browsable API root
 ]

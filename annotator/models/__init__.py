@@ -6,6 +6,7 @@ from annotator.models.discovery import DiscoveryAnswer, DiscoveryRun
 from annotator.models.discussions import Comment, Mention, Thread
 from annotator.models.evolution import ModeRecheck, TaxonomyMigration
 from annotator.models.jobs import ImportJob, JobStatus
+from annotator.models.live import LiveSettings, LiveTrace, PendingLog, PendingSpan
 from annotator.models.llm import LLMConfig, LLMRun, LLMTraceResult, PromptTemplate
 from annotator.models.outcomes import OutcomeImport
 from annotator.models.projects import (
@@ -49,11 +50,15 @@ __all__ = [
     "LLMTraceResult",
     "LabelApplication",
     "LabelHistory",
+    "LiveSettings",
+    "LiveTrace",
     "Membership",
     "Mention",
     "ModeProposal",
     "ModeRecheck",
     "OutcomeImport",
+    "PendingLog",
+    "PendingSpan",
     "Project",
     "ProjectTrace",
     "PromptTemplate",

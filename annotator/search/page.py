@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -30,6 +31,7 @@ class TraceRow:
     trace: Trace
     counts: dict[str, Any]
     matches: list[StepMatch] = field(default_factory=list)
+    live_received_at: datetime | None = None  # when a live (OTLP) trace's first span arrived
 
     @property
     def assigned(self) -> int:

@@ -16,7 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotator.assignment_strategy import plan_assignments
-from annotator.models import Assignment, Membership, Project, QueueOrder, Role, TriageRank
+from annotator.models import Assignment, LiveTrace, Membership, Project, QueueOrder, Role, TriageRank
 from annotator.raters import fills_overlap_q, receives_work_q
 from annotator.services.calibration import next_calibration, uses_calibration
 from traces.models import Batch, Trace
@@ -59,7 +59,14 @@ def do_assign(project: Project, *, trim: bool = False) -> int:
     with transaction.atomic():
         Project.objects.select_for_update().filter(pk=project.pk).values_list("pk").first()
         now = timezone.now()
-        trace_ids = list(Trace.objects.in_project(project).order_by("id").values_list("id", flat=True))
+        # Live traces the project's live settings leave out (only failures, a sample) get no annotators.
+        held_live = LiveTrace.objects.filter(project=project, unassigned=True).values("trace_id")
+        trace_ids = list(
+            Trace.objects.in_project(project)
+            .exclude(pk__in=held_live)
+            .order_by("id")
+            .values_list("id", flat=True)
+        )
         # LLM raters' slots (and imported raters' unless the project counts them) are not human overlap:
         # they neither fill a trace's `overlap` nor ever move.
         # Gold calibration slots are neither overlap nor movable: the plan never sees them.

@@ -19,6 +19,7 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from annotator.access import REVIEW_ROLES, access_project, access_trace
+from annotator.live.service import arrivals
 from annotator.models import Annotation, Assignment, LabelApplication, Project
 from annotator.raters import fills_overlap_q
 from annotator.search.filters import FilterError, TraceFilter, parse
@@ -66,8 +67,10 @@ def trace_list(request: HttpRequest, slug: str) -> HttpResponse:
         )
     }
     matches = step_matches(flt, ids)
+    live = arrivals(project, ids)  # traces received over OTLP: a "live" badge and their arrival time
     rows = [
-        TraceRow(trace, counts.get(trace.pk, {}), matches.get(trace.pk, [])) for trace in page.object_list
+        TraceRow(trace, counts.get(trace.pk, {}), matches.get(trace.pk, []), live.get(trace.pk))
+        for trace in page.object_list
     ]
     context = {
         "project": project,

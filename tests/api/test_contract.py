@@ -416,6 +416,15 @@ def test_every_operation_answers_its_documented_shapes(
     expect(o, "post", f"{api}/taxonomy-migrations/{preview['id']}/apply/", 200, {"mapping": confirmed})
     expect(a, "get", f"{api}/taxonomy-migrations/", 403)
 
+    # Live OTLP spans and logs (tests/live/ covers them in depth): an owner's own token may send.
+    otlp_json = {"content_type": "application/json", "format": None}
+    empty = json.dumps({"resourceSpans": []})
+    expect(o, "post", f"{api}/otlp/v1/traces", 200, empty, **otlp_json)
+    expect(o, "post", f"{api}/otlp/v1/traces", 400, "{", **otlp_json)
+    expect(o, "post", f"{api}/otlp/v1/logs", 200, json.dumps({"resourceLogs": []}), **otlp_json)
+    expect(o, "post", f"{api}/otlp/v1/logs", 400, "[]", **otlp_json)
+    expect(x, "post", f"{api}/otlp/v1/traces", 404, empty, **otlp_json)
+
     # Archive and restore (last: an archived project takes no new work).
     expect(o, "post", f"{api}/archive/", 200, {"archived": True})
     expect(o, "post", f"{api}/archive/", 200, {"archived": False})

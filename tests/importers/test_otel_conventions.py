@@ -99,15 +99,16 @@ def test_openinference_agent_llm_and_tool_spans():
         ("message", "assistant", "Where is order 42?", "", None),  # the AGENT span
         ("message", "system", "Be brief.", "", 0),
         ("message", "user", "Where is order 42?", "", 0),
-        ("tool_call", "assistant", "", "lookup_order", 0),  # the first LLM span: its answer is a tool call
-        ("tool_call", "assistant", "shipped on Monday", "lookup_order", 0),  # the TOOL span, with its result
-        # The second LLM span: only what is new in its history (the result as the model read it), its answer.
-        ("tool_result", "tool", "shipped on Monday", "lookup_order", 3),
+        # The first LLM span's answer is a tool call; the TOOL span that ran it completes that step with its
+        # result (one step per call, not the request and the execution apart).
+        ("tool_call", "assistant", "shipped on Monday", "lookup_order", 0),
+        # The second LLM span: only what is new in its history (the result it read is the call's, shown), its
+        # answer.
         ("message", "assistant", "It shipped on Monday.", "", 0),
     ]
-    call, ran, answer = rec.steps[3], rec.steps[4], rec.steps[6]
+    call, answer = rec.steps[3], rec.steps[4]
     assert call.tool_args == {"order_id": 42} and call.tool_call_id == "call_9" and call.tokens == 39
-    assert ran.tool_args == {"order_id": 42} and answer.tokens == 68 and answer.duration_ms == 1000
+    assert answer.tokens == 68 and answer.duration_ms == 1000
     assert rec.steps[0].agent == "support"
 
 
@@ -167,11 +168,10 @@ def test_genai_spans_with_input_and_output_messages():
         ("message", "system", "You book flights.", "", 0),
         ("message", "user", "A flight to Oslo on Friday", "", 0),
         ("message", "assistant", "Searching.", "", 0),
-        ("tool_call", "assistant", "", "search_flights", 0),
-        ("tool_call", "assistant", "SK4411 at 09:05", "search_flights", 0),
+        ("tool_call", "assistant", "SK4411 at 09:05", "search_flights", 0),  # asked for, then run
     ]
     assert rec.steps[3].tokens == 125 and rec.steps[4].tool_args == {"to": "OSL"}
-    assert rec.steps[5].tool_args == {"to": "OSL"} and rec.steps[5].tool_call_id == "t1"
+    assert rec.steps[4].tool_call_id == "t1"
     assert rec.steps[0].agent == "travel"
 
 
@@ -247,17 +247,21 @@ def test_console_span_exporter_output(tmp_path: Path):
     assert shape(rec) == [
         ("message", "assistant", "Where is order 42?", "", None),
         ("message", "user", "Where is order 42?", "", 0),
-        ("tool_call", "assistant", "", "lookup_order", 0),
-        ("tool_call", "assistant", "shipped on Monday", "lookup_order", 0),
+        (
+            "tool_call",
+            "assistant",
+            "shipped on Monday",
+            "lookup_order",
+            0,
+        ),  # the call, completed by its TOOL span
     ]
     assert rec.steps[2].tool_args == {"order_id": 42} and rec.steps[2].tokens == 39
-    assert rec.steps[3].timestamp == "2026-12-07T10:00:03.000000000Z" and rec.steps[3].duration_ms == 500
 
 
 def test_console_output_run_together_without_newlines():
     data = console_spans().replace(b"}\n{", b"}{")
     (rec,) = otel.parse(io.BytesIO(data), "run.log")
-    assert len(rec.steps) == 4
+    assert len(rec.steps) == 3
 
 
 def test_a_failed_console_span_is_an_error_step():

@@ -114,6 +114,7 @@ class _Steps:
         self.steps: list[StepRecord] = []
         self.shown: Counter = Counter()  # message key -> times shown
         self.calls: dict[str, int] = {}  # tool call id -> its tool_call step
+        self.executed: set[int] = set()  # tool_call steps a TOOL span completed with its result
         self.ctx = ctx
 
     def add(self, step: StepRecord, parent: int | None) -> int:
@@ -122,6 +123,46 @@ class _Steps:
             self.calls.setdefault(step.tool_call_id, len(self.steps))
         self.steps.append(step)
         return len(self.steps) - 1
+
+    def add_tool(self, step: StepRecord, parent: int | None) -> int:
+        """A tool span's step. When the model asked for this call just before (the same call id, or the same
+        tool and arguments in a call not yet executed), the span is that call's execution: it completes the
+        asked-for step with its result instead of showing the call twice."""
+        asked = self._asked(step)
+        if asked is None:
+            return self.add(step, parent)
+        call = self.steps[asked]
+        call.content = call.content or step.content
+        call.tool_call_id = call.tool_call_id or step.tool_call_id
+        self.executed.add(asked)
+        return asked
+
+    def _asked(self, step: StepRecord) -> int | None:
+        if step.tool_call_id and step.tool_call_id in self.calls:
+            found = self.calls[step.tool_call_id]
+            return None if found in self.executed else found
+        args = _comparable(step.tool_args)
+        for i in range(len(self.steps) - 1, -1, -1):
+            call = self.steps[i]
+            if (
+                call.kind == "tool_call"
+                and i not in self.executed
+                and not call.content
+                and call.tool_name == step.tool_name
+                and _comparable(call.tool_args) == args
+            ):
+                return i
+        return None
+
+    def _resent_result(self, step: StepRecord) -> bool:
+        """A tool result in a later call's history that a TOOL span already showed on its call's step."""
+        if step.kind != "tool_result":
+            return False
+        if step.tool_call_id and step.tool_call_id in self.calls:
+            candidates = [self.calls[step.tool_call_id]]
+        else:
+            candidates = sorted(self.executed)
+        return any(i in self.executed and self.steps[i].content == step.content for i in candidates)
 
     def new(self, messages: list[Message]) -> list[Message]:
         """The messages not shown yet (a history is resent whole with every call); marks them shown."""
@@ -148,14 +189,17 @@ class _Steps:
         Returns the index of the first step added."""
         local = chat_steps(messages, self.ctx, "messages")
         first = None
+        placed: dict[int, int] = {}  # local index -> index in the trace
         for j, step in enumerate(local):
+            if self._resent_result(step):
+                continue
             if step.parent is None and step.kind in ("tool_result", "error") and step.tool_call_id:
                 where = self.calls.get(step.tool_call_id)
                 step.parent = where if where is not None else parent
                 if where is not None and not step.tool_name:
                     step.tool_name = self.steps[where].tool_name
             elif step.parent is not None:
-                step.parent = len(self.steps) - j + step.parent
+                step.parent = placed.get(step.parent, parent)
             else:
                 step.parent = parent
             step.timestamp = step.timestamp or (span.timestamp if span is not None else when)
@@ -165,8 +209,19 @@ class _Steps:
                 if j == 0:
                     step.tokens, step.duration_ms = span.tokens, span.duration_ms
             index = self.add(step, step.parent)
+            placed[j] = index
             first = index if first is None else first
         return first
+
+
+def _comparable(args: Any) -> Any:
+    """Tool arguments as a value, whether they came as a JSON string or already decoded."""
+    if isinstance(args, str):
+        try:
+            return json.loads(args)
+        except ValueError:
+            return args.strip()
+    return args
 
 
 def trace_record(trace_id: str, spans: list[dict], logs: list[dict], n: int) -> TraceRecord:
@@ -220,6 +275,8 @@ def trace_record(trace_id: str, spans: list[dict], logs: list[dict], n: int) -> 
             if own.kind == "error" and here is not None:
                 failed = builder.steps[here]
                 failed.kind, failed.content = "error", failed.content or own.content
+        elif own.kind == "tool_call":
+            here = builder.add_tool(own, parent)
         else:
             here = builder.add(own, parent)
         index[span["spanId"]] = here

@@ -1,0 +1,187 @@
+"""Live traces: accept spans from a project's OTLP endpoint (assembly: annotator.live.assembly).
+
+Accepting (`do_accept_spans`) stores the spans in one bulk insert and queues the assembly task in the same
+transaction: when the broker cannot take the message (Redis down) the insert is rolled back and the caller
+answers 503 with Retry-After, so a request is either wholly queued or not at all, and the exporter, which
+retries 503, sends it again once Redis is back. A span sent twice (an exporter's retry, the same run sent
+again) is stored once (unique per project, trace and span id).
+
+What the project page shows of it (`live_status`, `arrivals`) is here too.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+import orjson
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Count
+from django.utils import timezone
+
+from annotator.models import LiveTrace, PendingLog, PendingSpan, Project
+from annotator.services.enqueue import enqueue, is_eager
+
+log = logging.getLogger(__name__)
+
+ASSEMBLE_TASK = "annotator.live.assemble"
+
+
+class QueueUnavailable(Exception):
+    """The task queue (Redis) could not take the work: nothing was stored; the client should retry."""
+
+
+class QueueFull(Exception):
+    """Too many spans of the project are waiting for assembly: the client should retry later."""
+
+
+def do_accept_spans(project: Project, items: list[dict]) -> int:
+    """Store `items` (span documents from annotator.live.otlp) for `project` and queue their assembly;
+    returns how many were new. Raises QueueFull or QueueUnavailable (nothing stored) for a 429 / 503."""
+    if not items:
+        return 0
+    waiting = PendingSpan.objects.filter(project=project, state=PendingSpan.State.PENDING).count()
+    if waiting + len(items) > settings.OTLP_MAX_PENDING_SPANS:
+        raise QueueFull(f"{waiting} spans of this project are waiting to be assembled")
+    now = timezone.now()
+    rows = [_span_values(project.pk, item, now) for item in items]
+    with transaction.atomic():
+        created = _insert(rows)
+        _queue_assembly(project)
+    return created
+
+
+_COLUMNS = (
+    "project_id",
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "name",
+    "start_ns",
+    "end_ns",
+    "body",
+    "received_at",
+    "state",
+)
+_SQL_ROWS = 500
+
+
+def _insert(rows: list[tuple]) -> int:
+    """One INSERT ... ON CONFLICT DO NOTHING per 500 spans on PostgreSQL (bulk_create's array parameters
+    cost more than the rows); bulk_create elsewhere. Returns how many spans were new (a span already stored
+    is skipped)."""
+    rows = [(*row[:7], orjson.dumps(row[7]), *row[8:]) for row in rows]
+    if connection.vendor != "postgresql":
+        spans = [PendingSpan(**dict(zip(_COLUMNS, row, strict=True))) for row in rows]
+        return len(PendingSpan.objects.bulk_create(spans, ignore_conflicts=True, batch_size=_SQL_ROWS))
+    table = PendingSpan._meta.db_table
+    one = f"({', '.join(['%s'] * len(_COLUMNS))})"
+    added = 0
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), _SQL_ROWS):
+            part = rows[start : start + _SQL_ROWS]
+            cursor.execute(
+                f"INSERT INTO {table} ({', '.join(_COLUMNS)}) VALUES {', '.join([one] * len(part))} "
+                "ON CONFLICT DO NOTHING",
+                [value for row in part for value in row],
+            )
+            added += cursor.rowcount
+    return added
+
+
+def do_accept_logs(project: Project, items: list[dict]) -> int:
+    """Store log records (GenAI message events) with their trace's spans; queued like spans."""
+    if not items:
+        return 0
+    now = timezone.now()
+    rows = [
+        PendingLog(
+            project=project,
+            trace_id=item["log"]["traceId"],
+            span_id=item["log"]["spanId"],
+            body=item,
+            received_at=now,
+        )
+        for item in items
+    ]
+    with transaction.atomic():
+        PendingLog.objects.bulk_create(rows, batch_size=1000)
+        _queue_assembly(project)
+    return len(rows)
+
+
+def _span_values(project_id: int, item: dict, now: datetime) -> tuple:
+    """A PendingSpan row's values in _COLUMNS order."""
+    span = item["span"]
+    return (
+        project_id,
+        span["traceId"],
+        span["spanId"],
+        span.get("parentSpanId", ""),
+        str(span.get("name", ""))[:200],
+        _nanos(span.get("startTimeUnixNano")),
+        _nanos(span.get("endTimeUnixNano")),
+        item,
+        now,
+        PendingSpan.State.PENDING,
+    )
+
+
+def _nanos(value) -> int | None:
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        return None
+    return n if 0 < n < 2**63 else None
+
+
+def _queue_assembly(project: Project) -> None:
+    """Send the assembly task inside the caller's transaction: if the broker refuses it, the transaction
+    rolls back (QueueUnavailable) and the request stored nothing."""
+    failure: list[BaseException] = []
+    countdown = None if is_eager() else settings.OTLP_TRACE_QUIET_SECONDS + 1
+    enqueue(ASSEMBLE_TASK, project.pk, countdown=countdown, after_commit=False, on_failure=failure.append)
+    if failure:
+        raise QueueUnavailable(str(failure[0]))
+
+
+def arrivals(project: Project, trace_ids: list[int]) -> dict[int, datetime]:
+    """When each of `trace_ids` that came in live first arrived (the trace list's "live" badge)."""
+    rows = LiveTrace.objects.filter(project=project, trace_id__in=trace_ids)
+    return dict(rows.values_list("trace_id", "first_received_at"))
+
+
+# What the project page shows -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LiveStatus:
+    pending_spans: int
+    pending_traces: int
+    recent_spans: list[PendingSpan]
+    held: list[LiveTrace]
+    traces_today: int
+
+
+def live_status(project: Project, *, recent: int = 10) -> LiveStatus:
+    pending = PendingSpan.objects.filter(project=project, state=PendingSpan.State.PENDING)
+    counts = pending.aggregate(spans=Count("pk"), traces=Count("trace_id", distinct=True))
+    return LiveStatus(
+        pending_spans=counts["spans"],
+        pending_traces=counts["traces"],
+        recent_spans=list(
+            PendingSpan.objects.filter(project=project)
+            .only("trace_id", "span_id", "name", "received_at", "state", "parent_span_id")
+            .order_by("-received_at", "-pk")[:recent]
+        ),
+        held=list(
+            LiveTrace.objects.filter(project=project, held_spans__gt=0)
+            .select_related("trace")
+            .order_by("-last_received_at")[:recent]
+        ),
+        traces_today=LiveTrace.objects.filter(
+            project=project, assembled_at__date=timezone.now().date()
+        ).count(),
+    )

@@ -1,0 +1,119 @@
+"""Live traces (annotator/live): spans sent to a project's OTLP endpoint, waiting or assembled.
+
+A request stores its spans as `PendingSpan` rows in one bulk insert and queues a task; the task groups the
+rows of a trace once it is complete (root ended, quiet for OTLP_TRACE_QUIET_SECONDS) into a `Trace`, and a
+`LiveTrace` row remembers which trace id became which trace, so a span that arrives later extends it (before
+anyone labels it) or is kept and reported (after). `LiveSettings` holds a project's assignment choice.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from annotator.models.projects import Project
+
+
+class PendingSpan(models.Model):
+    class State(models.TextChoices):
+        PENDING = "pending", "Waiting for its trace to complete"
+        ASSEMBLED = "assembled", "Part of a stored trace"
+        HELD = "held", "Arrived after labelling started: kept, not merged"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="live_spans")
+    trace_id = models.CharField(max_length=32)  # hex, as OTLP/JSON writes it
+    span_id = models.CharField(max_length=16)
+    parent_span_id = models.CharField(max_length=16, blank=True)
+    name = models.CharField(max_length=200, blank=True)
+    start_ns = models.BigIntegerField(null=True)
+    end_ns = models.BigIntegerField(null=True)
+    # The span as OTLP/JSON text (camelCase, hex ids), with its resource and scope, so that the trace is
+    # assembled from exactly what was sent. Bytes, not jsonb: nothing queries inside it, and PostgreSQL
+    # parsing each body as jsonb was most of a request's insert (annotator.live.service._insert).
+    body = models.BinaryField()
+    received_at = models.DateTimeField(db_index=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+
+    class Meta:
+        constraints = [
+            # The same span sent twice (an exporter's retry, a run sent again) is stored once.
+            models.UniqueConstraint(fields=["project", "trace_id", "span_id"], name="live_span_unique"),
+        ]
+        indexes = [
+            models.Index(fields=["project", "state", "trace_id"], name="live_span_state_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"span {self.span_id} of trace {self.trace_id}"
+
+    @property
+    def is_root(self) -> bool:
+        return not self.parent_span_id
+
+
+class PendingLog(models.Model):
+    """A log record sent to /otlp/v1/logs (GenAI message events), kept with its trace's spans."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="live_logs")
+    trace_id = models.CharField(max_length=32)
+    span_id = models.CharField(max_length=16)
+    body = models.JSONField()  # {"resource", "scope", "log"} as OTLP/JSON
+    received_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "trace_id"], name="live_log_trace_idx")]
+
+    def __str__(self) -> str:
+        return f"log of span {self.span_id} of trace {self.trace_id}"
+
+
+class LiveTrace(models.Model):
+    """A trace id of a project, once assembled: the stored trace it became."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="live_traces")
+    otlp_trace_id = models.CharField(max_length=32)  # the spans' trace id (hex)
+    trace = models.ForeignKey("traces.Trace", on_delete=models.CASCADE, related_name="+")
+    first_received_at = models.DateTimeField()
+    last_received_at = models.DateTimeField()
+    assembled_at = models.DateTimeField()
+    spans = models.PositiveIntegerField(default=0)
+    # Spans that arrived after someone started labelling the trace: kept (PendingSpan.State.HELD) and
+    # counted here so the owner sees them, never merged into labelled work.
+    held_spans = models.PositiveIntegerField(default=0)
+    # Not chosen for labelling by the project's LiveSettings (only failures, or outside the sample): the
+    # trace is in the project but `do_assign` gives it no annotators.
+    unassigned = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "otlp_trace_id"], name="live_trace_unique"),
+        ]
+        indexes = [
+            models.Index(fields=["project", "-assembled_at"], name="live_trace_recent_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"live trace {self.otlp_trace_id}"
+
+
+class LiveSettings(models.Model):
+    class Assign(models.TextChoices):
+        ALL = "all", "Assign every live trace"
+        FAILURES = "failures", "Assign only live traces whose outcome is failure"
+        SAMPLE = "sample", "Assign a sample of live traces"
+        NONE = "none", "Assign no live trace"
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="live_settings")
+    assign = models.CharField(max_length=10, choices=Assign.choices, default=Assign.ALL)
+    sample_rate = models.FloatField(default=1.0, help_text="With 'sample': the share of live traces assigned")
+
+    class Meta:
+        verbose_name_plural = "live settings"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(sample_rate__gte=0, sample_rate__lte=1), name="live_sample_rate_range"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"live settings of {self.project}"
