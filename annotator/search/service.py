@@ -291,8 +291,11 @@ def _disputed_q(ctx: _Context, code: str) -> Q:
 
 
 def _evidence_sql(flt: TraceFilter, project_id: int) -> RawSQL:
-    """Trace ids with a submitted label whose evidence names a step of the kind / tool asked for. Evidence
-    is a JSON list of {"step": n, ...} on the label, so this joins through it per database."""
+    """Trace ids with a submitted label whose evidence names a step of the kind / tool asked for. On
+    PostgreSQL a lookup in the evidence summary; elsewhere (SQLite) a join through each label's evidence
+    list (a JSON list of {"step": n, ...}) to the step it names, by its whole key (trace, index)."""
+    if _is_postgres():
+        return _evidence_summary_sql(flt, project_id)
     conditions, params = ["s.project_id = %s", "s.purpose = 'work'", "an.status = 'submitted'"], [project_id]
     step_conditions, step_params = [], []
     if flt.evidence_kind:
@@ -301,35 +304,36 @@ def _evidence_sql(flt: TraceFilter, project_id: int) -> RawSQL:
     if flt.evidence_tool:
         step_conditions.append("st.tool_name = %s")
         step_params.append(flt.evidence_tool)
-    if _is_postgres():
-        # The step by its whole key (trace, index), one probe per evidence point: a join on the index
-        # cast to bigint read all of the trace's steps and hashed them (4.8 s -> 1.5 s at 100,000 traces).
-        each = (
-            "CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(la.evidence) = 'array' "
-            "THEN la.evidence ELSE '[]'::jsonb END) ev"
-        )
-        step = (
-            "st.trace_id = s.trace_id AND st.\"index\" = (CASE WHEN jsonb_typeof(ev->'step') = 'number' "
-            "THEN (ev->>'step')::numeric::int END)"
-        )
-    else:
-        each = ", json_each(CASE WHEN json_type(la.evidence) = 'array' THEN la.evidence ELSE '[]' END) ev"
-        step = (
-            'st.trace_id = s.trace_id AND st."index" = '
-            "(CASE WHEN ev.type = 'object' THEN json_extract(ev.value, '$.step') END)"
-        )
+    step = (
+        'st.trace_id = s.trace_id AND st."index" = '
+        "(CASE WHEN ev.type = 'object' THEN json_extract(ev.value, '$.step') END)"
+    )
     conditions.append(f"EXISTS (SELECT 1 FROM traces_step st WHERE {' AND '.join([step, *step_conditions])})")
     params.extend(step_params)
-    sql = (
+    return RawSQL(
         "SELECT s.trace_id FROM annotator_labelapplication la "
         "JOIN annotator_annotation an ON an.id = la.annotation_id "
-        f"JOIN annotator_assignment s ON s.id = an.assignment_id {each} WHERE " + " AND ".join(conditions)
+        "JOIN annotator_assignment s ON s.id = an.assignment_id, "
+        "json_each(CASE WHEN json_type(la.evidence) = 'array' THEN la.evidence ELSE '[]' END) ev "
+        "WHERE " + " AND ".join(conditions),
+        params,
     )
-    if _is_postgres():
-        # OFFSET 0 keeps PostgreSQL from pulling the subquery up into a semi-join run once per trace of
-        # the list: computed once and hashed, it took half the time at 20,000 traces (bench_trace_search).
-        sql += " OFFSET 0"
-    return RawSQL(sql, params)
+
+
+def _evidence_summary_sql(flt: TraceFilter, project_id: int) -> RawSQL:
+    """PostgreSQL: an index lookup in the evidence summary (migration annotator 0035, kept by triggers on
+    every label write), one row per (project, trace, kind, tool) a submitted work label points at; the
+    label tables' join took 3.8-6.4 s at 100,000 traces (docs/benchmarks.md)."""
+    conditions, params = ["e.project_id = %s"], [project_id]
+    if flt.evidence_kind:
+        conditions.append("e.kind = %s")
+        params.append(flt.evidence_kind)
+    if flt.evidence_tool:
+        conditions.append("e.tool_name = %s")
+        params.append(flt.evidence_tool)
+    return RawSQL(
+        f"SELECT e.trace_id FROM annotator_searchevidence e WHERE {' AND '.join(conditions)}", params
+    )
 
 
 def filtered_traces(access: ProjectAccess, flt: TraceFilter) -> QuerySet[Trace] | RankedTraces:
