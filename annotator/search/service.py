@@ -12,6 +12,7 @@ its steps match: fine at demo scale, no index.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -20,9 +21,11 @@ from django.db import connection, transaction
 from django.db.models import (
     BooleanField,
     Count,
+    Exists,
     F,
     FloatField,
     Func,
+    OuterRef,
     Q,
     QuerySet,
     Value,
@@ -150,7 +153,10 @@ def _content_filtered(access: ProjectAccess, flt: TraceFilter) -> QuerySet[Trace
     for number, (key, value) in enumerate(flt.meta):
         alias = f"meta_{number}"
         traces = traces.alias(**{alias: KeyTransform(key, "metadata")}).filter(_meta_q(alias, value))
-    if flt.tool or flt.tool_args:
+    if flt.tool_args and not flt.tool and _is_postgres() and "\n" not in flt.tool_args:
+        pattern = f"%{connection.ops.prep_for_like_query(flt.tool_args)}%"
+        traces = traces.filter(pk__in=RawSQL(_TOOL_ARGS_TRACES, [pattern, pattern]))
+    elif flt.tool or flt.tool_args:
         steps = Step.objects.all()
         if flt.tool:
             steps = steps.filter(tool_name=flt.tool)
@@ -166,8 +172,19 @@ def _searched(traces: QuerySet[Trace], flt: TraceFilter) -> QuerySet[Trace]:
     if not flt.q:
         return traces
     if _is_postgres():
-        return traces.filter(pk__in=RawSQL(_MATCHING_TRACES, [flt.q, flt.q]))
+        matching = _MATCHING_TRACE_ROWS if one_word(flt.q) else _MATCHING_STEPS
+        return traces.filter(pk__in=RawSQL(f"SELECT m.trace_id FROM ({matching}) m", [flt.q, flt.q]))
     return traces.filter(pk__in=_matching_steps(flt).values("trace_id"))
+
+
+@functools.lru_cache(maxsize=512)
+def one_word(q: str) -> bool:
+    """Whether the search is one word (PostgreSQL's parser decides, as it does for the search): the trace
+    rows of migration traces 0013 answer it alone, count and rank; several words, which must occur in one
+    step, need the step rows."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT numnode(plainto_tsquery('simple', %s)) = 1", [q])
+        return bool(cursor.fetchone()[0])
 
 
 # The steps matching a search on PostgreSQL, with their rank: the search table's (its GIN index finds them)
@@ -183,7 +200,28 @@ _MATCHING_STEPS = """
          plainto_tsquery('simple', %s) q(q)
     WHERE to_tsvector('simple', st.content) @@ q.q
 """
-_MATCHING_TRACES = f"SELECT m.trace_id FROM ({_MATCHING_STEPS}) m"
+# The same for a one-word search, a row per trace: the trace rows of traces 0013 (their rank is the best
+# step's) and, for the traces still pending, their steps' best rank. A trace whose steps were written again
+# after its indexing is in both until the task runs again: the ranking takes the best (GROUP BY).
+_MATCHING_TRACE_ROWS = """
+    SELECT ts.trace_id, ts_rank(ts.vector, q.q) AS rank
+    FROM traces_tracesearch ts, plainto_tsquery('simple', %s) q(q) WHERE ts.vector @@ q.q
+    UNION ALL
+    SELECT st.trace_id, max(ts_rank(to_tsvector('simple', st.content), q.q))
+    FROM traces_searchpending p JOIN traces_step st ON st.trace_id = p.trace_id,
+         plainto_tsquery('simple', %s) q(q)
+    WHERE to_tsvector('simple', st.content) @@ q.q
+    GROUP BY st.trace_id
+"""
+# The `tool_args` filter on PostgreSQL: the trace rows' tool arguments (one step's per line, so a text
+# without a newline matches within one step's), and the steps of the traces still pending. The two %s are
+# the same LIKE pattern, compared as Django's icontains compares.
+_TOOL_ARGS_TRACES = """
+    SELECT ts.trace_id FROM traces_tracesearch ts WHERE UPPER(ts.tool_args) LIKE UPPER(%s)
+    UNION ALL
+    SELECT st.trace_id FROM traces_searchpending p JOIN traces_step st ON st.trace_id = p.trace_id
+    WHERE UPPER(st.tool_args::text) LIKE UPPER(%s)
+"""
 
 
 def _meta_q(alias: str, value: str) -> Q:
@@ -271,7 +309,16 @@ def _state_q(ctx: _Context, state: str) -> Q:
     if state == "unassigned":
         return ~Q(pk__in=slots.values("trace_id"))
     if state == "in_progress":
-        return Q(pk__in=slots.values("trace_id")) & ~Q(pk__in=complete)
+        # One grouped pass over the slots (traces with a slot and fewer than `overlap` submitted), not the
+        # slots and the complete ones read apart and anti-joined (377 ms at 100,000 traces).
+        started = (
+            slots.order_by()
+            .values("trace_id")
+            .annotate(n=Count("pk", filter=Q(status=Assignment.Status.SUBMITTED)))
+            .filter(n__lt=ctx.project.overlap)
+            .values("trace_id")
+        )
+        return Q(pk__in=started)
     if state == "complete":
         return Q(pk__in=complete)
     if state == "in_adjudication":
@@ -280,14 +327,23 @@ def _state_q(ctx: _Context, state: str) -> Q:
 
 
 def _disputed_q(ctx: _Context, code: str) -> Q:
-    """Among the submitted annotations that fill the overlap, one names the mode and another does not."""
-    has = ctx.labels(code).filter(annotation__in=ctx.submitted(filling=True).values("pk"))
-    lacks = ctx.submitted(filling=True).exclude(
-        pk__in=LabelApplication.objects.filter(mode_id=ctx.modes[code]).values("annotation_id")
+    """Among the submitted annotations that fill the overlap, one names the mode and another does not: one
+    grouped pass over those annotations, each marked by whether it has the mode (a left join to the mode's
+    labels), instead of the two sets read apart (515 ms at 100,000 traces)."""
+    labels = LabelApplication.objects.filter(annotation_id=OuterRef("pk"), mode_id=ctx.modes[code])
+    marked = (
+        ctx.submitted(filling=True)
+        .order_by()
+        .annotate(has=Exists(labels))
+        .values("assignment__trace_id")
+        .annotate(
+            with_mode=Count("pk", filter=Q(has=True)),
+            without=Count("pk", filter=Q(has=False)),
+        )
+        .filter(with_mode__gt=0, without__gt=0)
+        .values("assignment__trace_id")
     )
-    return Q(pk__in=has.values("annotation__assignment__trace_id")) & Q(
-        pk__in=lacks.values("assignment__trace_id")
-    )
+    return Q(pk__in=marked)
 
 
 def _evidence_sql(flt: TraceFilter, project_id: int) -> RawSQL:
@@ -440,8 +496,9 @@ class RankedTraces:
         start = window.start or 0
         limit = "ALL" if window.stop is None else str(max(window.stop - start, 0))
         direction = "DESC" if self.descending else "ASC"
+        matching = _MATCHING_TRACE_ROWS if one_word(self.flt.q) else _MATCHING_STEPS
         sql = (
-            f"SELECT m.trace_id FROM ({_MATCHING_STEPS}) m WHERE m.trace_id IN ({traces_sql}) "
+            f"SELECT m.trace_id FROM ({matching}) m WHERE m.trace_id IN ({traces_sql}) "
             f"GROUP BY m.trace_id ORDER BY max(m.rank) {direction}, m.trace_id LIMIT {limit} OFFSET %s"
         )
         with transaction.atomic(), connection.cursor() as cursor:

@@ -20,8 +20,14 @@ def test_a_search_downloads_in_rank_order_as_its_pages_show_it(client, world, ow
     assert response.status_code == 200
     lines = b"".join(response.streaming_content).decode().splitlines()
     assert [line.split(",")[1] for line in lines[1:]] == ["web-2", "sre-1", "sre-2"]
-    reversed_csv = b"".join(client.get("/p/demo-project/traces/csv/?q=kubectl&ordering=rank").streaming_content)
-    assert [line.split(",")[1] for line in reversed_csv.decode().splitlines()[1:]] == ["sre-1", "sre-2", "web-2"]
+    reversed_csv = b"".join(
+        client.get("/p/demo-project/traces/csv/?q=kubectl&ordering=rank").streaming_content
+    )
+    assert [line.split(",")[1] for line in reversed_csv.decode().splitlines()[1:]] == [
+        "sre-1",
+        "sre-2",
+        "web-2",
+    ]
 
     out = StringIO()
     call_command("traces", "demo-project", "--q", "kubectl", "--csv", stdout=out)

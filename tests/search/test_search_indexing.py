@@ -13,8 +13,9 @@ from django.db import connection
 from annotator.search.indexing import index_pending, pending_count
 from annotator.services.imports import do_import_traces
 from annotator.services.jobs import do_reconcile
+from tests.labels import project_trace
 from tests.services import missing
-from traces.models import Trace
+from traces.models import Step, Trace
 
 URL = "/api/projects/demo-project/traces/"
 
@@ -49,6 +50,12 @@ def search(client, q: str) -> list[str]:
     response = client.get(URL, {"q": q})
     assert response.status_code == 200, response.content
     return sorted(row["external_id"] for row in response.json()["results"])
+
+
+def search_ranked(client, q: str) -> list[str]:
+    response = client.get(URL, {"q": q})
+    assert response.status_code == 200, response.content
+    return [row["external_id"] for row in response.json()["results"]]
 
 
 def search_rows(trace_ids: list[int]) -> int:
@@ -121,3 +128,66 @@ def test_deleting_a_trace_deletes_its_search_rows(
     Trace.objects.filter(pk=ids[1]).delete()
     assert search_rows([ids[1]]) == 0
     assert pending_count() == 0
+
+
+def trace_rows(trace_ids: list[int]) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM traces_tracesearch WHERE trace_id = ANY(%s)", [trace_ids])
+        return cursor.fetchone()[0]
+
+
+def test_a_one_word_search_ranks_each_trace_by_its_best_step(project, owner_client):
+    contents = {
+        "once": ["rollback done", "nothing here", "rollback again"],
+        "thrice": ["rollback rollback rollback", "rollback"],
+        "twice": ["rollback and rollback", "plan", "rollback rollback"],
+        "quoted": ["O'Reilly said \\ rollback", "path C:\\tmp\\x"],
+    }
+    ids = {}
+    for name, steps in contents.items():
+        trace = project_trace(project, len(steps), external_id=name)
+        for index, content in enumerate(steps):
+            Step.objects.filter(trace=trace, index=index).update(content=content)
+        ids[name] = trace.pk
+    pending = search_ranked(owner_client, "rollback")  # still pending: ranked from the steps
+    assert index_pending() == len(contents)
+    assert trace_rows(list(ids.values())) == len(contents)
+    assert search_ranked(owner_client, "rollback") == pending == ["thrice", "twice", "once", "quoted"]
+    assert search(owner_client, "reilly") == ["quoted"]
+    with connection.cursor() as cursor:  # the trace row's rank is its best step's, for every word
+        cursor.execute(
+            """
+            SELECT s.trace_id, u.lexeme, max(ts_rank(s.vector, to_tsquery('simple', quote_literal(u.lexeme)))),
+                   min(ts_rank(t.vector, to_tsquery('simple', quote_literal(u.lexeme))))
+            FROM traces_stepsearch s CROSS JOIN LATERAL unnest(s.vector) u
+            JOIN traces_tracesearch t ON t.trace_id = s.trace_id
+            WHERE s.trace_id = ANY(%s) GROUP BY s.trace_id, u.lexeme
+            """,
+            [list(ids.values())],
+        )
+        rows = cursor.fetchall()
+    assert rows and all(step_best == trace_rank for _, _, step_best, trace_rank in rows)
+
+
+def test_the_tool_args_filter_reads_one_step_s_arguments_at_a_time(project, owner_client):
+    trace = project_trace(project, 3, external_id="calls")
+    Step.objects.filter(trace=trace, index=0).update(
+        kind="tool_call", tool_name="kubectl", tool_args={"cmd": "get"}
+    )
+    Step.objects.filter(trace=trace, index=2).update(
+        kind="tool_call", tool_name="kubectl", tool_args={"ns": "Prod"}
+    )
+
+    def tool_args(text: str) -> list[str]:
+        response = owner_client.get(URL, {"tool_args": text})
+        assert response.status_code == 200, response.content
+        return [row["external_id"] for row in response.json()["results"]]
+
+    for indexed in (False, True):
+        if indexed:
+            assert index_pending() == 1 and trace_rows([trace.pk]) == 1
+        assert tool_args("prod") == ["calls"]
+        assert tool_args('"get"') == ["calls"]
+        assert tool_args("100%") == []
+        assert tool_args('"get"}{"ns"') == []  # across two steps: no step has it
+        assert tool_args('get"}\n{"ns') == []
