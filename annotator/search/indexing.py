@@ -25,36 +25,27 @@ _CLAIM = """
 """
 # Delete first: a trace whose steps were written again is indexed anew, not twice.
 _CLEAR = "DELETE FROM traces_stepsearch WHERE trace_id = ANY(%s)"
-_CLEAR_TRACES = "DELETE FROM traces_tracesearch WHERE trace_id = ANY(%s)"
+_CLEAR_WORDS = "DELETE FROM traces_traceword WHERE trace_id = ANY(%s)"
+_CLEAR_TOOL_ARGS = "DELETE FROM traces_tracesearch WHERE trace_id = ANY(%s)"
 _FILL = """
     INSERT INTO traces_stepsearch (trace_id, "index", vector)
     SELECT trace_id, "index", to_tsvector('simple', content) FROM traces_step WHERE trace_id = ANY(%s)
 """
-# Then the trace rows (migration traces 0013) from the step rows just written: each lexeme with as many
-# positions as the step that has it most often (a one-word search's rank is then the best step's), and the
-# tool arguments as JSON text, one per line. A lexeme in a tsvector literal is quoted, its quotes and
-# backslashes doubled.
-_FILL_TRACES = r"""
-    INSERT INTO traces_tracesearch (trace_id, vector, tool_args)
-    SELECT w.trace_id, COALESCE(w.vector, ''::tsvector), COALESCE(a.tool_args, '')
-    FROM (
-        SELECT l.trace_id,
-               string_agg('''' || replace(replace(l.lexeme, '\', '\\'), '''', '''''') || ''':'
-                          || array_to_string(ARRAY(SELECT generate_series(1, l.n)), ','), ' ')::tsvector
-                   AS vector
-        FROM (
-            SELECT ss.trace_id, u.lexeme, max(cardinality(u.positions)) AS n
-            FROM traces_stepsearch ss CROSS JOIN LATERAL unnest(ss.vector) u
-            WHERE ss.trace_id = ANY(%s)
-            GROUP BY ss.trace_id, u.lexeme
-        ) l
-        GROUP BY l.trace_id
-    ) w
-    FULL JOIN (
-        SELECT trace_id, string_agg(tool_args::text, E'\n' ORDER BY "index") AS tool_args
-        FROM traces_step WHERE trace_id = ANY(%s) AND tool_args IS NOT NULL
-        GROUP BY trace_id
-    ) a USING (trace_id)
+# Then the rows per trace (migration traces 0013) from the step rows just written: each word once with the
+# most times one step has it (a one-word search counts and ranks on these), and the tool arguments as JSON
+# text, one step's per line.
+_FILL_WORDS = """
+    INSERT INTO traces_traceword (lexeme, trace_id, n)
+    SELECT u.lexeme, ss.trace_id, max(cardinality(u.positions))
+    FROM traces_stepsearch ss CROSS JOIN LATERAL unnest(ss.vector) u
+    WHERE ss.trace_id = ANY(%s)
+    GROUP BY ss.trace_id, u.lexeme
+"""
+_FILL_TOOL_ARGS = r"""
+    INSERT INTO traces_tracesearch (trace_id, tool_args)
+    SELECT trace_id, string_agg(tool_args::text, E'\n' ORDER BY "index")
+    FROM traces_step WHERE trace_id = ANY(%s) AND tool_args IS NOT NULL
+    GROUP BY trace_id
 """
 
 
@@ -76,8 +67,10 @@ def index_pending(chunk: int = CHUNK_TRACES) -> int:
                 return done
             cursor.execute(_CLEAR, [ids])
             cursor.execute(_FILL, [ids])
-            cursor.execute(_CLEAR_TRACES, [ids])
-            cursor.execute(_FILL_TRACES, [ids, ids])
+            cursor.execute(_CLEAR_WORDS, [ids])
+            cursor.execute(_FILL_WORDS, [ids])
+            cursor.execute(_CLEAR_TOOL_ARGS, [ids])
+            cursor.execute(_FILL_TOOL_ARGS, [ids])
         done += len(ids)
 
 

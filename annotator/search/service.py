@@ -155,7 +155,9 @@ def _content_filtered(access: ProjectAccess, flt: TraceFilter) -> QuerySet[Trace
         traces = traces.alias(**{alias: KeyTransform(key, "metadata")}).filter(_meta_q(alias, value))
     if flt.tool_args and not flt.tool and _is_postgres() and "\n" not in flt.tool_args:
         pattern = f"%{connection.ops.prep_for_like_query(flt.tool_args)}%"
-        traces = traces.filter(pk__in=RawSQL(_TOOL_ARGS_TRACES, [pattern, pattern]))
+        traces = traces.filter(
+            Q(pk__in=RawSQL(_TOOL_ARGS_TRACES, [pattern])) | Q(pk__in=RawSQL(_PENDING_TOOL_ARGS, [pattern]))
+        )
     elif flt.tool or flt.tool_args:
         steps = Step.objects.all()
         if flt.tool:
@@ -171,20 +173,40 @@ def _searched(traces: QuerySet[Trace], flt: TraceFilter) -> QuerySet[Trace]:
     matching steps of the traces the other filters leave, without this subquery, see RankedTraces)."""
     if not flt.q:
         return traces
-    if _is_postgres():
-        matching = _MATCHING_TRACE_ROWS if one_word(flt.q) else _MATCHING_STEPS
-        return traces.filter(pk__in=RawSQL(f"SELECT m.trace_id FROM ({matching}) m", [flt.q, flt.q]))
-    return traces.filter(pk__in=_matching_steps(flt).values("trace_id"))
+    if not _is_postgres():
+        return traces.filter(pk__in=_matching_steps(flt).values("trace_id"))
+    word = one_word(flt.q)
+    if word:
+        # Two id sets, ORed: each an uncorrelated subquery PostgreSQL hashes once. Their union in one `IN`
+        # had no row estimate to plan with (a nested loop per matching trace: 3 s at 100,000 traces).
+        return traces.filter(
+            Q(pk__in=RawSQL(_WORD_TRACES, [word])) | Q(pk__in=RawSQL(_PENDING_MATCHING_TRACES, [flt.q]))
+        )
+    return traces.filter(pk__in=RawSQL(f"SELECT m.trace_id FROM ({_MATCHING_STEPS}) m", [flt.q, flt.q]))
 
 
 @functools.lru_cache(maxsize=512)
-def one_word(q: str) -> bool:
-    """Whether the search is one word (PostgreSQL's parser decides, as it does for the search): the trace
-    rows of migration traces 0013 answer it alone, count and rank; several words, which must occur in one
-    step, need the step rows."""
+def one_word(q: str) -> str | None:
+    """The word a one-word search looks for, as the index stores it (PostgreSQL's parser and the 'simple'
+    dictionary decide, as for the search itself); None for several words, which must occur in one step."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT numnode(plainto_tsquery('simple', %s)) = 1", [q])
-        return bool(cursor.fetchone()[0])
+        cursor.execute(
+            "SELECT CASE WHEN numnode(plainto_tsquery('simple', %s)) = 1 "
+            "THEN ARRAY(SELECT lexeme FROM unnest(to_tsvector('simple', %s))) END",
+            [q, q],
+        )
+        words = cursor.fetchone()[0]
+    return words[0] if words and len(words) == 1 else None
+
+
+def _ranked_matches(q: str) -> tuple[str, list, bool]:
+    """The SQL of the traces matching `q` with a rank each (trace_id, rank), its parameters, and whether a
+    trace has several rows (the best counts): one a trace for one word (the word's rows), one a matching
+    step for several."""
+    word = one_word(q)
+    if word:
+        return _RANKED_WORD, [word, word, q], False
+    return _MATCHING_STEPS, [q, q], True
 
 
 # The steps matching a search on PostgreSQL, with their rank: the search table's (its GIN index finds them)
@@ -200,25 +222,35 @@ _MATCHING_STEPS = """
          plainto_tsquery('simple', %s) q(q)
     WHERE to_tsvector('simple', st.content) @@ q.q
 """
-# The same for a one-word search, a row per trace: the trace rows of traces 0013 (their rank is the best
-# step's) and, for the traces still pending, their steps' best rank. A trace whose steps were written again
-# after its indexing is in both until the task runs again: the ranking takes the best (GROUP BY).
-_MATCHING_TRACE_ROWS = """
-    SELECT ts.trace_id, ts_rank(ts.vector, q.q) AS rank
-    FROM traces_tracesearch ts, plainto_tsquery('simple', %s) q(q) WHERE ts.vector @@ q.q
+# A one-word search: the word's rows of traces_traceword (migration traces 0013; an index-only range),
+# ranked by `n`, the most times one step of the trace has the word (ts_rank without normalisation grows with
+# it, so this is the best step's order), and the traces still pending, by their steps. A trace is in one
+# part only: one whose steps were written again after its indexing is read from its steps until the task
+# has run again. Parameters: the word (ids); the word twice and the search text (ranked).
+_NOT_PENDING = "NOT EXISTS (SELECT 1 FROM traces_searchpending p WHERE p.trace_id = w.trace_id)"
+_WORD_TRACES = f"SELECT w.trace_id FROM traces_traceword w WHERE w.lexeme = %s AND {_NOT_PENDING}"
+_PENDING_MATCHING_TRACES = """
+    SELECT p.trace_id FROM traces_searchpending p WHERE EXISTS (
+        SELECT 1 FROM traces_step st, plainto_tsquery('simple', %s) q(q)
+        WHERE st.trace_id = p.trace_id AND to_tsvector('simple', st.content) @@ q.q)
+"""
+_RANKED_WORD = f"""
+    SELECT w.trace_id, w.n AS rank FROM traces_traceword w WHERE w.lexeme = %s AND {_NOT_PENDING}
     UNION ALL
-    SELECT st.trace_id, max(ts_rank(to_tsvector('simple', st.content), q.q))
+    SELECT st.trace_id,
+           max((SELECT cardinality(u.positions) FROM unnest(to_tsvector('simple', st.content)) u
+                WHERE u.lexeme = %s))
     FROM traces_searchpending p JOIN traces_step st ON st.trace_id = p.trace_id,
          plainto_tsquery('simple', %s) q(q)
     WHERE to_tsvector('simple', st.content) @@ q.q
     GROUP BY st.trace_id
 """
-# The `tool_args` filter on PostgreSQL: the trace rows' tool arguments (one step's per line, so a text
-# without a newline matches within one step's), and the steps of the traces still pending. The two %s are
-# the same LIKE pattern, compared as Django's icontains compares.
-_TOOL_ARGS_TRACES = """
-    SELECT ts.trace_id FROM traces_tracesearch ts WHERE UPPER(ts.tool_args) LIKE UPPER(%s)
-    UNION ALL
+# The `tool_args` filter on PostgreSQL: the traces' tool arguments (traces_tracesearch, migration traces
+# 0013; one step's per line, so a text without a newline matches within one step's), and the steps of the
+# traces still pending; ORed, as the search's two parts. The %s is the LIKE pattern, compared as Django's
+# icontains compares.
+_TOOL_ARGS_TRACES = "SELECT ts.trace_id FROM traces_tracesearch ts WHERE UPPER(ts.tool_args) LIKE UPPER(%s)"
+_PENDING_TOOL_ARGS = """
     SELECT st.trace_id FROM traces_searchpending p JOIN traces_step st ON st.trace_id = p.trace_id
     WHERE UPPER(st.tool_args::text) LIKE UPPER(%s)
 """
@@ -496,16 +528,17 @@ class RankedTraces:
         start = window.start or 0
         limit = "ALL" if window.stop is None else str(max(window.stop - start, 0))
         direction = "DESC" if self.descending else "ASC"
-        matching = _MATCHING_TRACE_ROWS if one_word(self.flt.q) else _MATCHING_STEPS
+        matching, matching_params, per_step = _ranked_matches(self.flt.q)
+        group, rank = ("GROUP BY m.trace_id ", "max(m.rank)") if per_step else ("", "m.rank")
         sql = (
             f"SELECT m.trace_id FROM ({matching}) m WHERE m.trace_id IN ({traces_sql}) "
-            f"GROUP BY m.trace_id ORDER BY max(m.rank) {direction}, m.trace_id LIMIT {limit} OFFSET %s"
+            f"{group}ORDER BY {rank} {direction}, m.trace_id LIMIT {limit} OFFSET %s"
         )
         with transaction.atomic(), connection.cursor() as cursor:
             # JIT compiled this plan for a common word (a cost that grows with the matching steps) and took
             # 130 ms of 900 at 100,000 traces (bench_trace_search); the query itself is simple.
             cursor.execute("SET LOCAL jit = off")
-            cursor.execute(sql, [self.flt.q, self.flt.q, *traces_params, start])
+            cursor.execute(sql, [*matching_params, *traces_params, start])
             return [row[0] for row in cursor.fetchall()]
 
     def __getitem__(self, window: slice) -> list[Trace]:
