@@ -21,11 +21,9 @@ from django.db import connection, transaction
 from django.db.models import (
     BooleanField,
     Count,
-    Exists,
     F,
     FloatField,
     Func,
-    OuterRef,
     Q,
     QuerySet,
     Value,
@@ -359,23 +357,14 @@ def _state_q(ctx: _Context, state: str) -> Q:
 
 
 def _disputed_q(ctx: _Context, code: str) -> Q:
-    """Among the submitted annotations that fill the overlap, one names the mode and another does not: one
-    grouped pass over those annotations, each marked by whether it has the mode (a left join to the mode's
-    labels), instead of the two sets read apart (515 ms at 100,000 traces)."""
-    labels = LabelApplication.objects.filter(annotation_id=OuterRef("pk"), mode_id=ctx.modes[code])
-    marked = (
-        ctx.submitted(filling=True)
-        .order_by()
-        .annotate(has=Exists(labels))
-        .values("assignment__trace_id")
-        .annotate(
-            with_mode=Count("pk", filter=Q(has=True)),
-            without=Count("pk", filter=Q(has=False)),
-        )
-        .filter(with_mode__gt=0, without__gt=0)
-        .values("assignment__trace_id")
+    """Among the submitted annotations that fill the overlap, one names the mode and another does not."""
+    has = ctx.labels(code).filter(annotation__in=ctx.submitted(filling=True).values("pk"))
+    lacks = ctx.submitted(filling=True).exclude(
+        pk__in=LabelApplication.objects.filter(mode_id=ctx.modes[code]).values("annotation_id")
     )
-    return Q(pk__in=marked)
+    return Q(pk__in=has.values("annotation__assignment__trace_id")) & Q(
+        pk__in=lacks.values("assignment__trace_id")
+    )
 
 
 def _evidence_sql(flt: TraceFilter, project_id: int) -> RawSQL:
