@@ -5,14 +5,14 @@ Full-text search of step content: on PostgreSQL `vector @@ plainto_tsquery('simp
 table of migration traces 0012 (GIN-indexed, filled after each import by annotator.search.indexing), plus a
 plain scan of the steps of the traces not indexed yet (traces_searchpending: an import whose indexing task
 has not run), so a trace is found the moment its import commits. Ranked by `ts_rank` (the best step of a
-trace ranks the trace); words match whole ('simple' config: no stemming, no stop words). On SQLite (the
+trace ranks the trace); words match whole ('simple' config: no stemming, no stop words). A one-word search
+reads the word rows per trace of migration traces 0013 instead (same results, same order). On SQLite (the
 embedded demo) every word must occur in one step as a substring (LIKE), and a trace ranks by how many of
 its steps match: fine at demo scale, no index.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field
 
@@ -35,6 +35,15 @@ from annotator.access import ProjectAccess
 from annotator.models import AdjudicationItem, Annotation, Assignment, GoldLabel, LabelApplication
 from annotator.models.raters import Rater, RaterKind
 from annotator.search.filters import FilterError, TraceFilter, snippet
+from annotator.search.fulltext import (
+    MATCHING_STEPS,
+    PENDING_MATCHING_TRACES,
+    PENDING_TOOL_ARGS,
+    TOOL_ARGS_TRACES,
+    WORD_TRACES,
+    one_word,
+    ranked_matches,
+)
 from taxonomy.models import FailureMode
 from traces.models import Step, Trace
 
@@ -154,7 +163,7 @@ def _content_filtered(access: ProjectAccess, flt: TraceFilter) -> QuerySet[Trace
     if flt.tool_args and not flt.tool and _is_postgres() and "\n" not in flt.tool_args:
         pattern = f"%{connection.ops.prep_for_like_query(flt.tool_args)}%"
         traces = traces.filter(
-            Q(pk__in=RawSQL(_TOOL_ARGS_TRACES, [pattern])) | Q(pk__in=RawSQL(_PENDING_TOOL_ARGS, [pattern]))
+            Q(pk__in=RawSQL(TOOL_ARGS_TRACES, [pattern])) | Q(pk__in=RawSQL(PENDING_TOOL_ARGS, [pattern]))
         )
     elif flt.tool or flt.tool_args:
         steps = Step.objects.all()
@@ -178,80 +187,9 @@ def _searched(traces: QuerySet[Trace], flt: TraceFilter) -> QuerySet[Trace]:
         # Two id sets, ORed: each an uncorrelated subquery PostgreSQL hashes once. Their union in one `IN`
         # had no row estimate to plan with (a nested loop per matching trace: 3 s at 100,000 traces).
         return traces.filter(
-            Q(pk__in=RawSQL(_WORD_TRACES, [word])) | Q(pk__in=RawSQL(_PENDING_MATCHING_TRACES, [flt.q]))
+            Q(pk__in=RawSQL(WORD_TRACES, [word])) | Q(pk__in=RawSQL(PENDING_MATCHING_TRACES, [flt.q]))
         )
-    return traces.filter(pk__in=RawSQL(f"SELECT m.trace_id FROM ({_MATCHING_STEPS}) m", [flt.q, flt.q]))
-
-
-@functools.lru_cache(maxsize=512)
-def one_word(q: str) -> str | None:
-    """The word a one-word search looks for, as the index stores it (PostgreSQL's parser and the 'simple'
-    dictionary decide, as for the search itself); None for several words, which must occur in one step."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT CASE WHEN numnode(plainto_tsquery('simple', %s)) = 1 "
-            "THEN ARRAY(SELECT lexeme FROM unnest(to_tsvector('simple', %s))) END",
-            [q, q],
-        )
-        words = cursor.fetchone()[0]
-    return words[0] if words and len(words) == 1 else None
-
-
-def _ranked_matches(q: str) -> tuple[str, list, bool]:
-    """The SQL of the traces matching `q` with a rank each (trace_id, rank), its parameters, and whether a
-    trace has several rows (the best counts): one a trace for one word (the word's rows), one a matching
-    step for several."""
-    word = one_word(q)
-    if word:
-        return _RANKED_WORD, [word, word, q], False
-    return _MATCHING_STEPS, [q, q], True
-
-
-# The steps matching a search on PostgreSQL, with their rank: the search table's (its GIN index finds them)
-# and those of the traces still pending indexing, by a scan of their steps only (their primary key's
-# prefix). A trace is in one part or the other: indexing claims it from the pending table and writes its
-# rows in one transaction. The two %s are the same search text.
-_MATCHING_STEPS = """
-    SELECT ss.trace_id, ts_rank(ss.vector, q.q) AS rank
-    FROM traces_stepsearch ss, plainto_tsquery('simple', %s) q(q) WHERE ss.vector @@ q.q
-    UNION ALL
-    SELECT st.trace_id, ts_rank(to_tsvector('simple', st.content), q.q)
-    FROM traces_searchpending p JOIN traces_step st ON st.trace_id = p.trace_id,
-         plainto_tsquery('simple', %s) q(q)
-    WHERE to_tsvector('simple', st.content) @@ q.q
-"""
-# A one-word search: the word's rows of traces_traceword (migration traces 0013; an index-only range),
-# ranked by `n`, the most times one step of the trace has the word (ts_rank without normalisation grows with
-# it, so this is the best step's order), and the traces still pending, by their steps. A trace is in one
-# part only: one whose steps were written again after its indexing is read from its steps until the task
-# has run again. Parameters: the word (ids); the word twice and the search text (ranked).
-_NOT_PENDING = "NOT EXISTS (SELECT 1 FROM traces_searchpending p WHERE p.trace_id = w.trace_id)"
-_WORD_TRACES = f"SELECT w.trace_id FROM traces_traceword w WHERE w.lexeme = %s AND {_NOT_PENDING}"
-_PENDING_MATCHING_TRACES = """
-    SELECT p.trace_id FROM traces_searchpending p WHERE EXISTS (
-        SELECT 1 FROM traces_step st, plainto_tsquery('simple', %s) q(q)
-        WHERE st.trace_id = p.trace_id AND to_tsvector('simple', st.content) @@ q.q)
-"""
-_RANKED_WORD = f"""
-    SELECT w.trace_id, w.n AS rank FROM traces_traceword w WHERE w.lexeme = %s AND {_NOT_PENDING}
-    UNION ALL
-    SELECT st.trace_id,
-           max((SELECT cardinality(u.positions) FROM unnest(to_tsvector('simple', st.content)) u
-                WHERE u.lexeme = %s))
-    FROM traces_searchpending p JOIN traces_step st ON st.trace_id = p.trace_id,
-         plainto_tsquery('simple', %s) q(q)
-    WHERE to_tsvector('simple', st.content) @@ q.q
-    GROUP BY st.trace_id
-"""
-# The `tool_args` filter on PostgreSQL: the traces' tool arguments (traces_tracesearch, migration traces
-# 0013; one step's per line, so a text without a newline matches within one step's), and the steps of the
-# traces still pending; ORed, as the search's two parts. The %s is the LIKE pattern, compared as Django's
-# icontains compares.
-_TOOL_ARGS_TRACES = "SELECT ts.trace_id FROM traces_tracesearch ts WHERE UPPER(ts.tool_args) LIKE UPPER(%s)"
-_PENDING_TOOL_ARGS = """
-    SELECT st.trace_id FROM traces_searchpending p JOIN traces_step st ON st.trace_id = p.trace_id
-    WHERE UPPER(st.tool_args::text) LIKE UPPER(%s)
-"""
+    return traces.filter(pk__in=RawSQL(f"SELECT m.trace_id FROM ({MATCHING_STEPS}) m", [flt.q, flt.q]))
 
 
 def _meta_q(alias: str, value: str) -> Q:
@@ -517,7 +455,7 @@ class RankedTraces:
         start = window.start or 0
         limit = "ALL" if window.stop is None else str(max(window.stop - start, 0))
         direction = "DESC" if self.descending else "ASC"
-        matching, matching_params, per_step = _ranked_matches(self.flt.q)
+        matching, matching_params, per_step = ranked_matches(self.flt.q)
         group, rank = ("GROUP BY m.trace_id ", "max(m.rank)") if per_step else ("", "m.rank")
         sql = (
             f"SELECT m.trace_id FROM ({matching}) m WHERE m.trace_id IN ({traces_sql}) "
