@@ -58,6 +58,8 @@ PENDING_MATCHING_TRACES = """
         SELECT 1 FROM traces_step st, plainto_tsquery('simple', %s) q(q)
         WHERE st.trace_id = p.trace_id AND to_tsvector('simple', st.content) @@ q.q)
 """
+# The word's rows best first, a chunk at a time (the index's order: lexeme, n DESC, trace_id).
+WORD_IN_RANK_ORDER = "SELECT w.trace_id FROM traces_traceword w WHERE w.lexeme = %s ORDER BY w.n DESC, w.trace_id LIMIT %s OFFSET %s"
 RANKED_WORD = f"""
     SELECT w.trace_id, w.n AS rank FROM traces_traceword w WHERE w.lexeme = %s AND {_NOT_PENDING}
     UNION ALL

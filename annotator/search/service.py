@@ -40,6 +40,7 @@ from annotator.search.fulltext import (
     PENDING_MATCHING_TRACES,
     PENDING_TOOL_ARGS,
     TOOL_ARGS_TRACES,
+    WORD_IN_RANK_ORDER,
     WORD_TRACES,
     one_word,
     ranked_matches,
@@ -48,6 +49,7 @@ from taxonomy.models import FailureMode
 from traces.models import Step, Trace
 
 MATCHES_PER_TRACE = 3
+WALK_CHUNK, WALK_ROWS = 500, 4000  # a one-word page walks at most this many of the word's rows
 _ORDER_FIELDS = {
     "external_id": "external_id",
     "model": "model",
@@ -451,6 +453,9 @@ class RankedTraces:
         )
 
     def _ranked_ids_postgres(self, window: slice) -> list[int]:
+        walked = self._walked_word_ids(window)
+        if walked is not None:
+            return walked
         traces_sql, traces_params = self.scope.order_by().values("pk").query.sql_with_params()
         start = window.start or 0
         limit = "ALL" if window.stop is None else str(max(window.stop - start, 0))
@@ -467,6 +472,32 @@ class RankedTraces:
             cursor.execute("SET LOCAL jit = off")
             cursor.execute(sql, [*matching_params, *traces_params, start])
             return [row[0] for row in cursor.fetchall()]
+
+    def _walked_word_ids(self, window: slice) -> list[int] | None:
+        """A page of a one-word search, best first, by walking the word's rows in rank order (their index)
+        and keeping those in scope until the page is full: a few hundred rows instead of ranking every
+        match against the whole scope. None (rank it all in SQL) for an ascending rank, an open window,
+        traces still pending indexing, or a scope that keeps too few of the rows walked."""
+        word = one_word(self.flt.q)
+        if not word or not self.descending or window.stop is None:
+            return None
+        start, stop = window.start or 0, window.stop
+        if stop - start <= 0:
+            return []
+        scope = self.scope.order_by()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT EXISTS (SELECT 1 FROM traces_searchpending)")
+            if cursor.fetchone()[0]:
+                return None
+            kept: list[int] = []
+            for offset in range(0, WALK_ROWS, WALK_CHUNK):
+                cursor.execute(WORD_IN_RANK_ORDER, [word, WALK_CHUNK, offset])
+                chunk = [row[0] for row in cursor.fetchall()]
+                inside = set(scope.filter(pk__in=chunk).values_list("pk", flat=True))
+                kept.extend(pk for pk in chunk if pk in inside)
+                if len(kept) >= stop or len(chunk) < WALK_CHUNK:
+                    return kept[start:stop]
+        return None
 
     def __getitem__(self, window: slice) -> list[Trace]:
         ids = self.ranked_ids(window)

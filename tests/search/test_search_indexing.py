@@ -156,6 +156,15 @@ def test_a_one_word_search_ranks_each_trace_by_its_best_step(project, owner_clie
     assert trace_rows(list(ids.values()), "traces_traceword") == len(contents)
     assert search_ranked(owner_client, "rollback") == pending == ["thrice", "twice", "once", "quoted"]
     assert search(owner_client, "reilly") == ["quoted"]
+    one_a_page = [
+        owner_client.get(URL, {"q": "rollback", "page_size": 1, "page": page}).json()["results"][0][
+            "external_id"
+        ]
+        for page in range(1, 5)
+    ]
+    assert one_a_page == pending
+    by_score = owner_client.get(URL, {"q": "rollback", "ordering": "rank"}).json()["results"]
+    assert [row["external_id"] for row in by_score] == ["once", "quoted", "twice", "thrice"]
     with connection.cursor() as cursor:  # n orders the traces as their best step's rank, for every word
         cursor.execute(
             """
