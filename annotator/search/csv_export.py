@@ -24,19 +24,40 @@ class _Line:
         return value
 
 
+_COLUMNS_READ = (
+    "id",
+    "external_id",
+    "batch__name",
+    "benchmark",
+    "model",
+    "system",
+    "outcome",
+    "score",
+    "step_count",
+)
+CHUNK = 2000
+
+
 def trace_csv_lines(found: QuerySet[Trace] | RankedTraces) -> Iterator[str]:
     """The header and one CSV line per trace (cells safe for spreadsheets), read in chunks, in the list's
-    order (a search's results in id order: the rank orders a page, not a download)."""
-    traces = as_queryset(found)
-    if isinstance(found, RankedTraces):
-        traces = traces.order_by("id")
+    order: a search's results best first, as its pages are."""
     writer = csv.writer(_Line(), lineterminator="\n")
     yield writer.writerow(CSV_COLUMNS)
-    rows = traces.values_list(
-        "id", "external_id", "batch__name", "benchmark", "model", "system", "outcome", "score", "step_count"
-    )
-    for row in rows.iterator(chunk_size=2000):
+    for row in _rows(found):
         yield writer.writerow([safe_cell(_cell(value)) for value in row])
+
+
+def _rows(found: QuerySet[Trace] | RankedTraces) -> Iterator[tuple]:
+    if not isinstance(found, RankedTraces):
+        yield from found.values_list(*_COLUMNS_READ).iterator(chunk_size=CHUNK)
+        return
+    # The ranking once (ids only), then the rows a chunk at a time, put back in rank order.
+    ranked = found.ranked_ids(slice(0, None))
+    traces = as_queryset(found).order_by()
+    for start in range(0, len(ranked), CHUNK):
+        chunk = ranked[start : start + CHUNK]
+        rows = {row[0]: row for row in traces.filter(pk__in=chunk).values_list(*_COLUMNS_READ)}
+        yield from (rows[pk] for pk in chunk if pk in rows)
 
 
 def _cell(value: Any) -> Any:

@@ -25,9 +25,27 @@ _CLAIM = """
 """
 # Delete first: a trace whose steps were written again is indexed anew, not twice.
 _CLEAR = "DELETE FROM traces_stepsearch WHERE trace_id = ANY(%s)"
+_CLEAR_WORDS = "DELETE FROM traces_traceword WHERE trace_id = ANY(%s)"
+_CLEAR_TOOL_ARGS = "DELETE FROM traces_tracesearch WHERE trace_id = ANY(%s)"
 _FILL = """
     INSERT INTO traces_stepsearch (trace_id, "index", vector)
     SELECT trace_id, "index", to_tsvector('simple', content) FROM traces_step WHERE trace_id = ANY(%s)
+"""
+# Then the rows per trace (migration traces 0013) from the step rows just written: each word once with the
+# most times one step has it (a one-word search counts and ranks on these), and the tool arguments as JSON
+# text, one step's per line.
+_FILL_WORDS = """
+    INSERT INTO traces_traceword (lexeme, trace_id, n)
+    SELECT u.lexeme, ss.trace_id, max(cardinality(u.positions))
+    FROM traces_stepsearch ss CROSS JOIN LATERAL unnest(ss.vector) u
+    WHERE ss.trace_id = ANY(%s)
+    GROUP BY ss.trace_id, u.lexeme
+"""
+_FILL_TOOL_ARGS = r"""
+    INSERT INTO traces_tracesearch (trace_id, tool_args)
+    SELECT trace_id, string_agg(tool_args::text, E'\n' ORDER BY "index")
+    FROM traces_step WHERE trace_id = ANY(%s) AND tool_args IS NOT NULL
+    GROUP BY trace_id
 """
 
 
@@ -49,6 +67,10 @@ def index_pending(chunk: int = CHUNK_TRACES) -> int:
                 return done
             cursor.execute(_CLEAR, [ids])
             cursor.execute(_FILL, [ids])
+            cursor.execute(_CLEAR_WORDS, [ids])
+            cursor.execute(_FILL_WORDS, [ids])
+            cursor.execute(_CLEAR_TOOL_ARGS, [ids])
+            cursor.execute(_FILL_TOOL_ARGS, [ids])
         done += len(ids)
 
 

@@ -5,7 +5,8 @@ Full-text search of step content: on PostgreSQL `vector @@ plainto_tsquery('simp
 table of migration traces 0012 (GIN-indexed, filled after each import by annotator.search.indexing), plus a
 plain scan of the steps of the traces not indexed yet (traces_searchpending: an import whose indexing task
 has not run), so a trace is found the moment its import commits. Ranked by `ts_rank` (the best step of a
-trace ranks the trace); words match whole ('simple' config: no stemming, no stop words). On SQLite (the
+trace ranks the trace); words match whole ('simple' config: no stemming, no stop words). A one-word search
+reads the word rows per trace of migration traces 0013 instead (same results, same order). On SQLite (the
 embedded demo) every word must occur in one step as a substring (LIKE), and a trace ranks by how many of
 its steps match: fine at demo scale, no index.
 """
@@ -35,11 +36,22 @@ from annotator.access import ProjectAccess
 from annotator.models import AdjudicationItem, Annotation, Assignment, GoldLabel, LabelApplication
 from annotator.models.raters import Rater, RaterKind
 from annotator.search.filters import FilterError, TraceFilter, pair_names, snippet
+from annotator.search.fulltext import (
+    MATCHING_STEPS,
+    PENDING_MATCHING_TRACES,
+    PENDING_TOOL_ARGS,
+    TOOL_ARGS_TRACES,
+    WORD_IN_RANK_ORDER,
+    WORD_TRACES,
+    one_word,
+    ranked_matches,
+)
 from annotator.search.signature_filter import signature_q
 from taxonomy.models import FailureMode
 from traces.models import Step, Trace
 
 MATCHES_PER_TRACE = 3
+WALK_CHUNK, WALK_ROWS = 500, 4000  # a one-word page walks at most this many of the word's rows
 _ORDER_FIELDS = {
     "external_id": "external_id",
     "model": "model",
@@ -152,7 +164,12 @@ def _content_filtered(access: ProjectAccess, flt: TraceFilter) -> QuerySet[Trace
     for number, (key, value) in enumerate(flt.meta):
         alias = f"meta_{number}"
         traces = traces.alias(**{alias: KeyTransform(key, "metadata")}).filter(_meta_q(alias, value))
-    if flt.tool or flt.tool_args:
+    if flt.tool_args and not flt.tool and _is_postgres() and "\n" not in flt.tool_args:
+        pattern = f"%{connection.ops.prep_for_like_query(flt.tool_args)}%"
+        traces = traces.filter(
+            Q(pk__in=RawSQL(TOOL_ARGS_TRACES, [pattern])) | Q(pk__in=RawSQL(PENDING_TOOL_ARGS, [pattern]))
+        )
+    elif flt.tool or flt.tool_args:
         steps = Step.objects.all()
         if flt.tool:
             steps = steps.filter(tool_name=flt.tool)
@@ -167,25 +184,16 @@ def _searched(traces: QuerySet[Trace], flt: TraceFilter) -> QuerySet[Trace]:
     matching steps of the traces the other filters leave, without this subquery, see RankedTraces)."""
     if not flt.q:
         return traces
-    if _is_postgres():
-        return traces.filter(pk__in=RawSQL(_MATCHING_TRACES, [flt.q, flt.q]))
-    return traces.filter(pk__in=_matching_steps(flt).values("trace_id"))
-
-
-# The steps matching a search on PostgreSQL, with their rank: the search table's (its GIN index finds them)
-# and those of the traces still pending indexing, by a scan of their steps only (their primary key's
-# prefix). A trace is in one part or the other: indexing claims it from the pending table and writes its
-# rows in one transaction. The two %s are the same search text.
-_MATCHING_STEPS = """
-    SELECT ss.trace_id, ts_rank(ss.vector, q.q) AS rank
-    FROM traces_stepsearch ss, plainto_tsquery('simple', %s) q(q) WHERE ss.vector @@ q.q
-    UNION ALL
-    SELECT st.trace_id, ts_rank(to_tsvector('simple', st.content), q.q)
-    FROM traces_searchpending p JOIN traces_step st ON st.trace_id = p.trace_id,
-         plainto_tsquery('simple', %s) q(q)
-    WHERE to_tsvector('simple', st.content) @@ q.q
-"""
-_MATCHING_TRACES = f"SELECT m.trace_id FROM ({_MATCHING_STEPS}) m"
+    if not _is_postgres():
+        return traces.filter(pk__in=_matching_steps(flt).values("trace_id"))
+    word = one_word(flt.q)
+    if word:
+        # Two id sets, ORed: each an uncorrelated subquery PostgreSQL hashes once. Their union in one `IN`
+        # had no row estimate to plan with (a nested loop per matching trace: 3 s at 100,000 traces).
+        return traces.filter(
+            Q(pk__in=RawSQL(WORD_TRACES, [word])) | Q(pk__in=RawSQL(PENDING_MATCHING_TRACES, [flt.q]))
+        )
+    return traces.filter(pk__in=RawSQL(f"SELECT m.trace_id FROM ({MATCHING_STEPS}) m", [flt.q, flt.q]))
 
 
 def _meta_q(alias: str, value: str) -> Q:
@@ -273,7 +281,16 @@ def _state_q(ctx: _Context, state: str) -> Q:
     if state == "unassigned":
         return ~Q(pk__in=slots.values("trace_id"))
     if state == "in_progress":
-        return Q(pk__in=slots.values("trace_id")) & ~Q(pk__in=complete)
+        # One grouped pass over the slots (traces with a slot and fewer than `overlap` submitted), not the
+        # slots and the complete ones read apart and anti-joined (377 ms at 100,000 traces).
+        started = (
+            slots.order_by()
+            .values("trace_id")
+            .annotate(n=Count("pk", filter=Q(status=Assignment.Status.SUBMITTED)))
+            .filter(n__lt=ctx.project.overlap)
+            .values("trace_id")
+        )
+        return Q(pk__in=started)
     if state == "complete":
         return Q(pk__in=complete)
     if state == "in_adjudication":
@@ -317,8 +334,11 @@ def pair_q(ctx: _Context, pair: str, code: str = "") -> Q:
 
 
 def _evidence_sql(flt: TraceFilter, project_id: int) -> RawSQL:
-    """Trace ids with a submitted label whose evidence names a step of the kind / tool asked for. Evidence
-    is a JSON list of {"step": n, ...} on the label, so this joins through it per database."""
+    """Trace ids with a submitted label whose evidence names a step of the kind / tool asked for. On
+    PostgreSQL a lookup in the evidence summary; elsewhere (SQLite) a join through each label's evidence
+    list (a JSON list of {"step": n, ...}) to the step it names, by its whole key (trace, index)."""
+    if _is_postgres():
+        return _evidence_summary_sql(flt, project_id)
     conditions, params = ["s.project_id = %s", "s.purpose = 'work'", "an.status = 'submitted'"], [project_id]
     step_conditions, step_params = [], []
     if flt.evidence_kind:
@@ -327,35 +347,36 @@ def _evidence_sql(flt: TraceFilter, project_id: int) -> RawSQL:
     if flt.evidence_tool:
         step_conditions.append("st.tool_name = %s")
         step_params.append(flt.evidence_tool)
-    if _is_postgres():
-        # The step by its whole key (trace, index), one probe per evidence point: a join on the index
-        # cast to bigint read all of the trace's steps and hashed them (4.8 s -> 1.5 s at 100,000 traces).
-        each = (
-            "CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(la.evidence) = 'array' "
-            "THEN la.evidence ELSE '[]'::jsonb END) ev"
-        )
-        step = (
-            "st.trace_id = s.trace_id AND st.\"index\" = (CASE WHEN jsonb_typeof(ev->'step') = 'number' "
-            "THEN (ev->>'step')::numeric::int END)"
-        )
-    else:
-        each = ", json_each(CASE WHEN json_type(la.evidence) = 'array' THEN la.evidence ELSE '[]' END) ev"
-        step = (
-            'st.trace_id = s.trace_id AND st."index" = '
-            "(CASE WHEN ev.type = 'object' THEN json_extract(ev.value, '$.step') END)"
-        )
+    step = (
+        'st.trace_id = s.trace_id AND st."index" = '
+        "(CASE WHEN ev.type = 'object' THEN json_extract(ev.value, '$.step') END)"
+    )
     conditions.append(f"EXISTS (SELECT 1 FROM traces_step st WHERE {' AND '.join([step, *step_conditions])})")
     params.extend(step_params)
-    sql = (
+    return RawSQL(
         "SELECT s.trace_id FROM annotator_labelapplication la "
         "JOIN annotator_annotation an ON an.id = la.annotation_id "
-        f"JOIN annotator_assignment s ON s.id = an.assignment_id {each} WHERE " + " AND ".join(conditions)
+        "JOIN annotator_assignment s ON s.id = an.assignment_id, "
+        "json_each(CASE WHEN json_type(la.evidence) = 'array' THEN la.evidence ELSE '[]' END) ev "
+        "WHERE " + " AND ".join(conditions),
+        params,
     )
-    if _is_postgres():
-        # OFFSET 0 keeps PostgreSQL from pulling the subquery up into a semi-join run once per trace of
-        # the list: computed once and hashed, it took half the time at 20,000 traces (bench_trace_search).
-        sql += " OFFSET 0"
-    return RawSQL(sql, params)
+
+
+def _evidence_summary_sql(flt: TraceFilter, project_id: int) -> RawSQL:
+    """PostgreSQL: an index lookup in the evidence summary (migration annotator 0035, kept by triggers on
+    every label write), one row per (project, trace, kind, tool) a submitted work label points at; the
+    label tables' join took 3.8-6.4 s at 100,000 traces (docs/benchmarks.md)."""
+    conditions, params = ["e.project_id = %s"], [project_id]
+    if flt.evidence_kind:
+        conditions.append("e.kind = %s")
+        params.append(flt.evidence_kind)
+    if flt.evidence_tool:
+        conditions.append("e.tool_name = %s")
+        params.append(flt.evidence_tool)
+    return RawSQL(
+        f"SELECT e.trace_id FROM annotator_searchevidence e WHERE {' AND '.join(conditions)}", params
+    )
 
 
 def filtered_traces(access: ProjectAccess, flt: TraceFilter) -> QuerySet[Trace] | RankedTraces:
@@ -468,20 +489,51 @@ class RankedTraces:
         )
 
     def _ranked_ids_postgres(self, window: slice) -> list[int]:
+        walked = self._walked_word_ids(window)
+        if walked is not None:
+            return walked
         traces_sql, traces_params = self.scope.order_by().values("pk").query.sql_with_params()
         start = window.start or 0
         limit = "ALL" if window.stop is None else str(max(window.stop - start, 0))
         direction = "DESC" if self.descending else "ASC"
+        matching, matching_params, per_step = ranked_matches(self.flt.q)
+        group, rank = ("GROUP BY m.trace_id ", "max(m.rank)") if per_step else ("", "m.rank")
         sql = (
-            f"SELECT m.trace_id FROM ({_MATCHING_STEPS}) m WHERE m.trace_id IN ({traces_sql}) "
-            f"GROUP BY m.trace_id ORDER BY max(m.rank) {direction}, m.trace_id LIMIT {limit} OFFSET %s"
+            f"SELECT m.trace_id FROM ({matching}) m WHERE m.trace_id IN ({traces_sql}) "
+            f"{group}ORDER BY {rank} {direction}, m.trace_id LIMIT {limit} OFFSET %s"
         )
         with transaction.atomic(), connection.cursor() as cursor:
             # JIT compiled this plan for a common word (a cost that grows with the matching steps) and took
             # 130 ms of 900 at 100,000 traces (bench_trace_search); the query itself is simple.
             cursor.execute("SET LOCAL jit = off")
-            cursor.execute(sql, [self.flt.q, self.flt.q, *traces_params, start])
+            cursor.execute(sql, [*matching_params, *traces_params, start])
             return [row[0] for row in cursor.fetchall()]
+
+    def _walked_word_ids(self, window: slice) -> list[int] | None:
+        """A page of a one-word search, best first, by walking the word's rows in rank order (their index)
+        and keeping those in scope until the page is full: a few hundred rows instead of ranking every
+        match against the whole scope. None (rank it all in SQL) for an ascending rank, an open window,
+        traces still pending indexing, or a scope that keeps too few of the rows walked."""
+        word = one_word(self.flt.q)
+        if not word or not self.descending or window.stop is None:
+            return None
+        start, stop = window.start or 0, window.stop
+        if stop - start <= 0:
+            return []
+        scope = self.scope.order_by()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT EXISTS (SELECT 1 FROM traces_searchpending)")
+            if cursor.fetchone()[0]:
+                return None
+            kept: list[int] = []
+            for offset in range(0, WALK_ROWS, WALK_CHUNK):
+                cursor.execute(WORD_IN_RANK_ORDER, [word, WALK_CHUNK, offset])
+                chunk = [row[0] for row in cursor.fetchall()]
+                inside = set(scope.filter(pk__in=chunk).values_list("pk", flat=True))
+                kept.extend(pk for pk in chunk if pk in inside)
+                if len(kept) >= stop or len(chunk) < WALK_CHUNK:
+                    return kept[start:stop]
+        return None
 
     def __getitem__(self, window: slice) -> list[Trace]:
         ids = self.ranked_ids(window)

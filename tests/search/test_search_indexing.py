@@ -13,8 +13,9 @@ from django.db import connection
 from annotator.search.indexing import index_pending, pending_count
 from annotator.services.imports import do_import_traces
 from annotator.services.jobs import do_reconcile
+from tests.labels import project_trace
 from tests.services import missing
-from traces.models import Trace
+from traces.models import Step, Trace
 
 URL = "/api/projects/demo-project/traces/"
 
@@ -49,6 +50,12 @@ def search(client, q: str) -> list[str]:
     response = client.get(URL, {"q": q})
     assert response.status_code == 200, response.content
     return sorted(row["external_id"] for row in response.json()["results"])
+
+
+def search_ranked(client, q: str) -> list[str]:
+    response = client.get(URL, {"q": q})
+    assert response.status_code == 200, response.content
+    return [row["external_id"] for row in response.json()["results"]]
 
 
 def search_rows(trace_ids: list[int]) -> int:
@@ -112,8 +119,10 @@ def test_deleting_a_trace_deletes_its_search_rows(
     project, owner, tmp_path, django_capture_on_commit_callbacks
 ):
     ids = imported(project, owner, tmp_path, run_tasks=True, capture=django_capture_on_commit_callbacks)
+    assert trace_rows([ids[0]], "traces_traceword") == 1
     Trace.objects.filter(pk=ids[0]).delete()
     assert search_rows([ids[0]]) == 0
+    assert trace_rows([ids[0]], "traces_traceword") == 0
     assert search_rows([ids[1]]) == 2
     # A trace deleted while still pending leaves nothing pending either.
     with connection.cursor() as cursor:
@@ -121,3 +130,78 @@ def test_deleting_a_trace_deletes_its_search_rows(
     Trace.objects.filter(pk=ids[1]).delete()
     assert search_rows([ids[1]]) == 0
     assert pending_count() == 0
+
+
+def trace_rows(trace_ids: list[int], table: str = "traces_tracesearch") -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(DISTINCT trace_id) FROM {table} WHERE trace_id = ANY(%s)", [trace_ids])
+        return cursor.fetchone()[0]
+
+
+def test_a_one_word_search_ranks_each_trace_by_its_best_step(project, owner_client):
+    contents = {
+        "once": ["rollback done", "nothing here", "rollback again"],
+        "thrice": ["rollback rollback rollback", "rollback"],
+        "twice": ["rollback and rollback", "plan", "rollback rollback"],
+        "quoted": ["O'Reilly said \\ rollback", "path C:\\tmp\\x"],
+    }
+    ids = {}
+    for name, steps in contents.items():
+        trace = project_trace(project, len(steps), external_id=name)
+        for index, content in enumerate(steps):
+            Step.objects.filter(trace=trace, index=index).update(content=content)
+        ids[name] = trace.pk
+    pending = search_ranked(owner_client, "rollback")  # still pending: ranked from the steps
+    assert index_pending() == len(contents)
+    assert trace_rows(list(ids.values()), "traces_traceword") == len(contents)
+    assert search_ranked(owner_client, "rollback") == pending == ["thrice", "twice", "once", "quoted"]
+    assert search(owner_client, "reilly") == ["quoted"]
+    one_a_page = [
+        owner_client.get(URL, {"q": "rollback", "page_size": 1, "page": page}).json()["results"][0][
+            "external_id"
+        ]
+        for page in range(1, 5)
+    ]
+    assert one_a_page == pending
+    by_score = owner_client.get(URL, {"q": "rollback", "ordering": "rank"}).json()["results"]
+    assert [row["external_id"] for row in by_score] == ["once", "quoted", "twice", "thrice"]
+    with connection.cursor() as cursor:  # n orders the traces as their best step's rank, for every word
+        cursor.execute(
+            """
+            SELECT w.lexeme, w.trace_id, w.n,
+                   (SELECT max(ts_rank(s.vector, to_tsquery('simple', quote_literal(w.lexeme))))
+                    FROM traces_stepsearch s WHERE s.trace_id = w.trace_id)
+            FROM traces_traceword w WHERE w.trace_id = ANY(%s)
+            """,
+            [list(ids.values())],
+        )
+        rows = cursor.fetchall()
+    assert rows
+    for lexeme, _, n, rank in rows:
+        for other_lexeme, _, other_n, other_rank in rows:
+            if other_lexeme == lexeme:
+                assert (n < other_n) == (rank < other_rank) and (n == other_n) == (rank == other_rank)
+
+
+def test_the_tool_args_filter_reads_one_step_s_arguments_at_a_time(project, owner_client):
+    trace = project_trace(project, 3, external_id="calls")
+    Step.objects.filter(trace=trace, index=0).update(
+        kind="tool_call", tool_name="kubectl", tool_args={"cmd": "get"}
+    )
+    Step.objects.filter(trace=trace, index=2).update(
+        kind="tool_call", tool_name="kubectl", tool_args={"ns": "Prod"}
+    )
+
+    def tool_args(text: str) -> list[str]:
+        response = owner_client.get(URL, {"tool_args": text})
+        assert response.status_code == 200, response.content
+        return [row["external_id"] for row in response.json()["results"]]
+
+    for indexed in (False, True):
+        if indexed:
+            assert index_pending() == 1 and trace_rows([trace.pk]) == 1
+        assert tool_args("prod") == ["calls"]
+        assert tool_args('"get"') == ["calls"]
+        assert tool_args("100%") == []
+        assert tool_args('"get"}{"ns"') == []  # across two steps: no step has it
+        assert tool_args('get"}\n{"ns') == []
