@@ -89,10 +89,10 @@ def _bar(p: Proportion, name: str, axis: float) -> Bar:
 def _cell(text: str, title: str, intensity: float, n: int | None = None) -> Cell:
     intensity = max(0.0, min(1.0, intensity))
     faint = n is not None and n < SMALL_N
-    if faint:
-        intensity *= n / SMALL_N
+    if faint:  # at most half the scale, less the fewer the traces
+        intensity *= n / (2 * SMALL_N)
     shade = f"{0.08 + 0.85 * intensity:.3f}" if intensity > 0 else "0"
-    return Cell(text, title, shade, intensity > 0.55, n=n, faint=faint)
+    return Cell(text, title, shade, intensity > 0.55 and not faint, n=n, faint=faint)
 
 
 def build_charts(s: Signatures) -> dict:

@@ -39,7 +39,12 @@ def world(tmp_path):
         slug="pilot", name="Pilot study of a long project name", taxonomy_version=resolve_version("mast")
     )
     users = {name: UserFactory(username=name) for name in ("olivia", "ana", "ben", "ada")}
-    for name, role in (("olivia", "owner"), ("ana", "annotator"), ("ben", "annotator"), ("ada", "adjudicator")):
+    for name, role in (
+        ("olivia", "owner"),
+        ("ana", "annotator"),
+        ("ben", "annotator"),
+        ("ada", "adjudicator"),
+    ):
         Membership.objects.create(project=project, user=users[name], role=role)
     path = tmp_path / "three.jsonl"
     path.write_text("".join(line + "\n" for line in native_lines(synthetic_traces(3, steps=16, seed=5))))
