@@ -150,3 +150,22 @@ def test_the_signatures_heatmap_fits_or_scrolls_inside_its_card(browser, live_se
     assert "n = 4" in faint.first.inner_text()
     assert page.locator("#prevalence .sig-heat td.faint.dark").count() == 0
     shot(page, f"layout-signatures-{width}")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("path", ["members/", "rounds/", "llm/", "mine/"])
+def test_the_form_pages_overlap_nothing(browser, live_server, world, width, path):
+    """The invite, round and LLM forms (and an annotator's own list) fit their fields at any width."""
+    project, _, _, _ = world
+    page = signed_in(browser, live_server, "ana" if path == "mine/" else "olivia", width)
+    page.goto(f"{live_server.url}/p/{project.slug}/{path}")
+    assert page.locator("h1").is_visible()
+    assert overlaps(page) == []
+    for select in page.locator("main select").all():
+        box, parent = (
+            select.bounding_box(),
+            select.evaluate("s => s.parentElement.getBoundingClientRect().right"),
+        )
+        if box:
+            assert box["x"] + box["width"] <= parent + 1, "a select overflows its field"
+    shot(page, f"layout-{path.strip('/')}-{width}")
