@@ -169,3 +169,45 @@ def test_the_form_pages_overlap_nothing(browser, live_server, world, width, path
         if box:
             assert box["x"] + box["width"] <= parent + 1, "a select overflows its field"
     shot(page, f"layout-{path.strip('/')}-{width}")
+
+
+def test_keys_set_confidence_ambiguous_and_the_note(browser, live_server, world):
+    """c then a digit sets the confidence, a marks the trace ambiguous, o goes to the note; the panel
+    says so beside each field."""
+    from playwright.sync_api import expect
+
+    project, _, todo, _ = world
+    page = signed_in(browser, live_server, "ana", 1440)
+    page.goto(f"{live_server.url}/p/{project.slug}/a/{todo.pk}/")
+    expect(page.locator("#label-form")).to_be_visible()
+    page.locator("body").click(position={"x": 5, "y": 300})
+    page.keyboard.press("c")
+    page.keyboard.press("4")
+    expect(page.locator('input[name="confidence"][value="4"]')).to_be_checked()
+    page.keyboard.press("a")
+    expect(page.locator('input[name="ambiguous"]')).to_be_checked()
+    page.keyboard.press("o")
+    expect(page.locator("#trace-note")).to_be_focused()
+    page.keyboard.type("Two readings of step 3.")
+    page.keyboard.press("Escape")
+    expect(page.locator("#trace-note")).to_have_value("Two readings of step 3.")
+    page.keyboard.press("?")
+    expect(page.locator("#help-dialog")).to_contain_text("Confidence 1 to 5")
+
+
+def test_keyboard_users_get_a_skip_link_and_a_visible_focus_ring(browser, live_server, world):
+    from playwright.sync_api import expect
+
+    page = signed_in(browser, live_server, "olivia", 1024)
+    page.keyboard.press("Tab")
+    skip = page.locator(".skip-link")
+    expect(skip).to_be_focused()
+    assert skip.bounding_box()["y"] >= 0  # on screen once focused
+    page.keyboard.press("Tab")
+    brand = page.locator(".topbar .brand")
+    expect(brand).to_be_focused()
+    outline = brand.evaluate("e => getComputedStyle(e).outlineStyle + ' ' + getComputedStyle(e).outlineWidth")
+    assert not outline.startswith("none") and not outline.endswith(" 0px")
+    skip.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("main#main")).to_be_focused()
