@@ -186,3 +186,6 @@ def test_the_past_exports_come_with_the_export_started(
     export = Export.objects.get()
     job_link = reverse("project-export-job", args=[labelled.slug, export.pk])
     assert f'href="{job_link}"' in html.split('id="past-exports"')[1]  # the card's job is listed
+    # Each poll of the job card brings the list along, so a finished job shows there as it does above.
+    poll = client.get(reverse("project-export-job", args=[labelled.slug, export.pk]), HTTP_HX_REQUEST="true")
+    assert 'id="past-exports" hx-swap-oob="outerHTML"' in poll.content.decode()
