@@ -424,7 +424,6 @@
   // Confidence, "ambiguous" and the note from the keyboard (c then 1-5, a, o): the same inputs the mouse
   // uses, with a change event so autosave sees them.
   var confidenceChord = false;
-  function changed(input) { input.dispatchEvent(new Event("change", { bubbles: true })); }
   function toggleAmbiguous() {
     var box = form.querySelector('input[name="ambiguous"]');
     if (!box || box.disabled) return;
