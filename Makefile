@@ -8,7 +8,7 @@ PORT ?= 8000
 # A worker child above this resident memory (KB) is replaced after its task (2 GB).
 WORKER_MAX_MEMORY_KB ?= 2097152
 
-.PHONY: run test install install-test lint format bench fuzz worker migrate demo clean
+.PHONY: run test install install-test lint format bench fuzz worker migrate demo screenshots clean
 
 # The local demo runs with DEBUG on (the settings' default is off, and then SECRET_KEY and
 # FIELD_ENCRYPTION_KEY are required). A DEBUG=false in your environment wins.
@@ -64,6 +64,10 @@ fuzz: install-test
 
 bench: install-test
 	$(PY) bench/run_all.py
+
+# README's screenshots from the demo's real pages; `make run` must be serving on HOST:PORT.
+screenshots: install-test
+	DEBUG=true $(PY) -m tests.e2e.readme_screenshots http://$(HOST):$(PORT) docs/screenshots
 
 clean:
 	rm -rf $(VENV) var staticfiles .pytest_cache .ruff_cache

@@ -37,6 +37,7 @@ from annotator.models import (
     Role,
 )
 from annotator.prepared import PreparedQuery
+from traces.access import may_browse_batches
 from traces.models import Batch, Trace, in_project_q
 
 MANAGE_ROLES = frozenset({Role.OWNER})
@@ -119,6 +120,16 @@ class ProjectAccess:
     @property
     def is_reviewer(self) -> bool:
         return self.holds(REVIEW_ROLES)
+
+    def may_open(self, roles: frozenset[str], *, shows_labels: bool = False) -> bool:
+        """What `access_project(user, slug, roles=roles, shows_labels=...)` lets through, asked without
+        raising: the navigation shows each member only the pages that will open for them."""
+        return self.holds(roles) and not (shows_labels and self.blind_count)
+
+    def holds_signature_role(self) -> bool:
+        """Failure signatures by role: owners, adjudicators, viewers; annotators once the project is no
+        longer blind (`access_signatures` also waits until the user is blind on no trace)."""
+        return not self.project.blind or self.holds(SIGNATURE_ROLES)
 
     # The blind rule ------------------------------------------------------------------------------------
 
@@ -257,6 +268,12 @@ class ProjectAccess:
         return dict(trace.answer_key)
 
 
+def site_links_visible(user) -> dict[str, bool]:
+    """Which links of the top bar this user may follow (outside any project): "Traces" lists every
+    imported batch, which only staff may browse (traces.access)."""
+    return {"batches": may_browse_batches(user)}
+
+
 def access_project(
     user, slug: str, *, roles: frozenset[str] = ANY_ROLE, shows_labels: bool = False
 ) -> Project:
@@ -312,7 +329,7 @@ def access_signatures(user, slug: str, *, annotator: str | None = None) -> Proje
     blind on a trace of the project waits until they have submitted it.
     """
     access = ProjectAccess.load(user, slug)
-    if access.project.blind and not access.holds(SIGNATURE_ROLES):
+    if not access.holds_signature_role():
         raise PermissionDenied("Failure signatures open to annotators when the project is no longer blind")
     if annotator is not None and annotator != user.get_username() and not access.is_reviewer:
         raise PermissionDenied("Only owners and adjudicators may see one annotator's labels")

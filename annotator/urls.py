@@ -107,6 +107,7 @@ exports_urls = [
 ]
 queue_urls = [
     path("p/<slug:slug>/next/", queue.start_next, name="start-next"),
+    path("p/<slug:slug>/mine/", queue.my_assignments, name="my-assignments"),
 ]
 annotate_urls = [
     path("p/<slug:slug>/a/<int:assignment_id>/", annotate.annotate, name="annotate"),

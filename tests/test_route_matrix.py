@@ -90,6 +90,7 @@ project-export-labels         GET   login 404   403   403   403   403   200   40
 project-signatures            GET   login 404   403   403   200   200   200   403   404   404
 project-signatures-csv        GET   login 404   403   403   200   200   200   403   404   404
 start-next                    POST  login 404   302   302   403   403   403   302   404   404
+my-assignments                GET   login 404   200   200   403   403   403   200   404   404
 annotate                      GET   login 404   200   404   403   403   403   404   404   404
 annotate-save                 POST  login 404   409   404   403   403   403   404   404   404
 annotate-submit               POST  login 404   409   404   403   403   403   404   404   404

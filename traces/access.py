@@ -6,6 +6,10 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied
 
 
+def may_browse_batches(user) -> bool:
+    return bool(user.is_authenticated and user.is_staff)
+
+
 def require_importer(user) -> None:
-    if not (user.is_authenticated and user.is_staff):
+    if not may_browse_batches(user):
         raise PermissionDenied("Only staff can browse and import batches outside a project")

@@ -240,6 +240,11 @@ def _gives_a_value(item: IncomingAnnotation, labels: list, missing: list[str], r
     return False
 
 
+# Said the command line's way; a page that offers the option as a checkbox names the checkbox instead
+# (annotator/views/imports.py).
+UNKNOWN_MODE_HINT = "pass --ignore-unknown-modes to skip such labels"
+
+
 def _resolve_labels(
     item: IncomingAnnotation, resolve, ignore_unknown: bool, result: LabelImportResult
 ) -> tuple[list, list[dict]]:
@@ -259,7 +264,7 @@ def _resolve_labels(
             raise LabelImportError(
                 f"{item.where or item.trace.external_id}: annotator {item.record.annotator!r} uses mode "
                 f"{label.mode.splitlines()[0]!r}, which is not in taxonomy "
-                f"{resolve.spec.slug!r} (pass --ignore-unknown-modes to skip such labels)"
+                f"{resolve.spec.slug!r} ({UNKNOWN_MODE_HINT})"
             )
         for step in label.steps:
             if not 0 <= step < item.trace.step_count:

@@ -70,6 +70,12 @@ class Cell:
     count: int | None = None
     param: str = ""
     value: str = ""
+    n: int | None = None  # traces behind a rate, shown in the cell when they are few (`faint`)
+    faint: bool = False  # too few traces to trust the rate: drawn pale, with its n
+
+
+# Below this many traces a rate is drawn faded and says its n: 1 of 1 is "100%", not a dark certainty.
+SMALL_N = 5
 
 
 def _bar(p: Proportion, name: str, axis: float) -> Bar:
@@ -85,9 +91,13 @@ def _bar(p: Proportion, name: str, axis: float) -> Bar:
     )
 
 
-def _cell(text: str, title: str, intensity: float) -> Cell:
+def _cell(text: str, title: str, intensity: float, n: int | None = None) -> Cell:
     intensity = max(0.0, min(1.0, intensity))
-    return Cell(text, title, f"{0.08 + 0.85 * intensity:.3f}" if intensity > 0 else "0", intensity > 0.55)
+    faint = n is not None and n < SMALL_N
+    if faint:  # at most half the scale, less the fewer the traces
+        intensity *= n / (2 * SMALL_N)
+    shade = f"{0.08 + 0.85 * intensity:.3f}" if intensity > 0 else "0"
+    return Cell(text, title, shade, intensity > 0.55 and not faint, n=n, faint=faint)
 
 
 def build_charts(s: Signatures) -> dict:
@@ -172,7 +182,7 @@ def _heatmap(tables, observed: list[str], names: dict[str, str]) -> dict:
                     f"{key} with {table.dimension} {g.value}: {p.count}/{p.total} = {pct(p.rate.value)} "
                     f"(95% CI {pct(p.low)}{DASH}{pct(p.high)})"
                 )
-                cell = _cell(pct(p.rate.value, 0), title, p.rate.value / top)
+                cell = _cell(pct(p.rate.value, 0), title, p.rate.value / top, n=p.total)
                 cells.append(replace(cell, count=p.count, param=table.dimension, value=g.value or ""))
             parts.append(cells)
         rows.append({"code": key, "name": names[key], "parts": parts})
@@ -180,7 +190,7 @@ def _heatmap(tables, observed: list[str], names: dict[str, str]) -> dict:
         {"name": t.dimension, "columns": [{"value": g.value or "(none)", "n": g.n_traces} for g in t.groups]}
         for t in shown
     ]
-    return {"dimensions": dimensions, "rows": rows, "single": single}
+    return {"dimensions": dimensions, "rows": rows, "single": single, "small_n": SMALL_N}
 
 
 def _per_trace(s: Signatures) -> list[dict]:

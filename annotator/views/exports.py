@@ -11,8 +11,9 @@ import os
 from pathlib import Path
 
 from django.conf import settings
-from django.http import FileResponse, Http404, StreamingHttpResponse
+from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
 from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
 
 from annotator.access import MANAGE_ROLES, access_project
@@ -59,8 +60,8 @@ def export_page(request, slug: str):
             export.refresh_from_db()
         if request.htmx:
             context = {"project": project, "errors": errors, "export": export, "status": _status(export)}
-            return render(
-                request, "annotator/partials/_export_result.html", context, status=400 if errors else 200
+            return _with_history(
+                request, project, "annotator/partials/_export_result.html", context, 400 if errors else 200
             )
     return _page(request, project, export, errors)
 
@@ -71,11 +72,24 @@ def export_job(request, slug: str, export_id: int):
     export = get_object_or_404(exports_for(project), pk=export_id)
     if not request.htmx:
         return _page(request, project, export, [])
-    return render(
-        request,
-        "annotator/partials/_export_job.html",
-        {"project": project, "export": export, "status": export_status(export)},
+    context = {"project": project, "export": export, "status": export_status(export)}
+    return _with_history(request, project, "annotator/partials/_export_job.html", context, 200)
+
+
+def _history(project) -> list:
+    return [(past, export_status(past)) for past in exports_for(project)[:20]]
+
+
+def _with_history(request, project, template: str, context: dict, status: int) -> HttpResponse:
+    """An htmx answer plus the past exports out of band: the list never lags behind the job card."""
+    response = render(request, template, context, status=status)
+    history = render_to_string(
+        "annotator/partials/_past_exports.html",
+        {"project": project, "history": _history(project), "oob": True},
+        request=request,
     )
+    response.content += history.encode()
+    return response
 
 
 def export_download(request, slug: str, export_id: int):
@@ -122,7 +136,7 @@ def _page(request, project, export, errors: list[str]):
             "licenses": LICENSES,
             "token_on_server": bool(os.environ.get("HF_TOKEN")),
             "hf_endpoint": settings.HF_ENDPOINT,
-            "history": [(past, export_status(past)) for past in exports_for(project)[:20]],
+            "history": _history(project),
             "errors": errors,
             "export": export,
             "status": _status(export),

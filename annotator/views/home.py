@@ -1,11 +1,13 @@
-"""The landing page: the projects I belong to, with my role and progress."""
+"""The landing page: the projects I belong to, with my role, my own progress and, for the projects I own,
+how far the whole project is (annotator.progress.service.project_summaries: two grouped queries)."""
 
 from __future__ import annotations
 
 from django.db.models import Count, Q
 from django.shortcuts import render
 
-from annotator.models import Assignment, Project
+from annotator.models import Assignment, Project, Role
+from annotator.progress.service import project_summaries
 from annotator.services.projects import may_create_projects
 
 
@@ -33,7 +35,20 @@ def home(request):
     roles: dict[int, list[str]] = {}
     for membership in request.user.memberships.filter(active=True).values("project_id", "role"):
         roles.setdefault(membership["project_id"], []).append(membership["role"])
-    rows = [(project, sorted(roles.get(project.pk, []))) for project in projects]
+    projects = list(projects)
+    owned = [p for p in projects if Role.OWNER in roles.get(p.pk, [])]
+    summaries = project_summaries(owned)
+    # The open adjudication count is a hint about disagreements: not while I am still blind in a project.
+    blind = set(
+        Assignment.objects.filter(annotator=request.user, project__in=owned, project__blind=True)
+        .exclude(status=Assignment.Status.SUBMITTED)
+        .values_list("project_id", flat=True)
+        .distinct()
+    )
+    for pk in blind:
+        if Role.ANNOTATOR in roles.get(pk, []):
+            summaries[pk]["open_items"] = None
+    rows = [(project, sorted(roles.get(project.pk, [])), summaries.get(project.pk)) for project in projects]
     return render(
         request,
         "annotator/home.html",

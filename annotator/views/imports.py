@@ -7,6 +7,7 @@ from django.shortcuts import get_object_or_404, render
 
 from annotator.access import MANAGE_ROLES, access_project
 from annotator.services.imports import job_progress
+from annotator.services.label_import import UNKNOWN_MODE_HINT
 from annotator.services.uploads import UploadError, do_queue_import, jobs_for_project
 from traces import importers
 
@@ -25,7 +26,7 @@ def import_page(request, slug: str):
                 ignore_unknown_modes=request.POST.get("ignore_unknown_modes") == "on",
             )
         except UploadError as problem:
-            error, problem_status = str(problem), problem.status
+            error, problem_status = _for_the_page(str(problem)), problem.status
         if job is not None:
             # The job may have ended already (run inline, or failed because the task queue is down): show
             # the row as it is now, on the plain page as in the htmx swap.
@@ -56,5 +57,21 @@ def import_job(request, slug: str, job_id: int):
     return render(request, "annotator/partials/_import_job.html", _job_context(project, job))
 
 
+# The form's own words for the option the importers' errors name as a command-line flag.
+PAGE_HINT = (
+    'tick "Skip embedded labels whose mode is not in the taxonomy" above and import again to skip such labels'
+)
+
+
+def _for_the_page(text: str) -> str:
+    return text.replace(UNKNOWN_MODE_HINT, PAGE_HINT) if isinstance(text, str) else text
+
+
 def _job_context(project, job) -> dict:
-    return {"project": project, "job": job, "progress": job_progress(job)}
+    progress = job_progress(job)
+    progress["error"] = _for_the_page(progress["error"])
+    progress["errors"] = [
+        {**e, "error": _for_the_page(e.get("error", ""))} if isinstance(e, dict) else e
+        for e in progress["errors"] or []
+    ]
+    return {"project": project, "job": job, "progress": progress}

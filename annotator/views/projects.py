@@ -5,35 +5,31 @@ from __future__ import annotations
 from django.db.models import Count, Q
 from django.shortcuts import render
 
-from annotator.access import access_project
+from annotator.access import ALL_TRACES_ROLES, access_project
 from annotator.models import Assignment, Role
-from annotator.raters import fills_overlap_q
+from annotator.navigation import project_nav
+from annotator.progress.service import project_progress, work_slots
 from annotator.views.queue import queue_context
-from traces.models import Trace, in_project_q
+from traces.models import Trace
 
 
 def project_detail(request, slug: str):
     project = access_project(request.user, slug)
     # The overlap's work only: an LLM rater's annotations are counted on the LLM page, not as progress, and
     # so are imported raters' unless the project counts them toward the overlap (annotator.raters).
-    counts = (
-        project.assignments.work()
-        .filter(
-            fills_overlap_q(project.imported_labels_count_toward_overlap, "annotator"),
-            in_project_q(project, "trace"),
-        )
-        .aggregate(
-            total=Count("id"),
-            submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
-            drafts=Count("id", filter=Q(status=Assignment.Status.IN_PROGRESS)),
-            skipped=Count("id", filter=Q(status=Assignment.Status.SKIPPED)),
-        )
+    counts = work_slots(project).aggregate(
+        total=Count("id"),
+        submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
+        drafts=Count("id", filter=Q(status=Assignment.Status.IN_PROGRESS)),
+        skipped=Count("id", filter=Q(status=Assignment.Status.SKIPPED)),
     )
     members = (
         project.memberships.filter(active=True).select_related("user").order_by("role", "user__username")
     )
     batches = _held_batches(project)
     is_annotator = Role.ANNOTATOR in project.user_roles
+    # Per annotator and per batch, for members who see every trace (no labels in it, only counts).
+    progress = project_progress(project.access) if project.access.holds(ALL_TRACES_ROLES) else None
     return render(
         request,
         "annotator/project_detail.html",
@@ -45,6 +41,14 @@ def project_detail(request, slug: str):
             "is_reviewer": project.access.is_reviewer,
             "is_owner": Role.OWNER in project.user_roles,
             "is_annotator": is_annotator,
+            "nav": project_nav(project.access),
+            "progress": progress,
+            "progress_tables": [
+                ("Per annotator", progress.by_annotator, "annotators"),
+                ("Per batch", progress.by_batch, "batches"),
+            ]
+            if progress
+            else [],
             **(queue_context(request, project) if is_annotator else {}),
         },
     )

@@ -1,4 +1,5 @@
-"""An annotator's queue: progress per batch, "Start next", drafts, skipped and submitted traces."""
+"""An annotator's queue: progress per batch, "Start next", drafts, skipped and submitted traces, and the
+"My assignments" page that lists and opens any of them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from annotator.access import LABEL_ROLES, access_project
@@ -111,3 +112,57 @@ def _leaving(request: HttpRequest, project: Project) -> Assignment | None:
     except ValueError:
         return None
     return Assignment.objects.filter(project=project, annotator=request.user, pk=current).first()
+
+
+MINE_PER_PAGE = 50
+# The tabs of "My assignments": which statuses each lists, in the order the page shows them.
+MINE_TABS = {
+    "todo": ("To do", (Assignment.Status.PENDING,)),
+    "drafts": ("Drafts", (Assignment.Status.IN_PROGRESS,)),
+    "submitted": ("Submitted", (Assignment.Status.SUBMITTED,)),
+    "skipped": ("Skipped", (Assignment.Status.SKIPPED,)),
+}
+
+
+def my_assignments(request: HttpRequest, slug: str) -> HttpResponse:
+    """An annotator's own assignments, one status per tab, paginated; any of them opens (not only the one
+    "Start next" would hand out). Only their own slots: access.assignments() is scoped to the user."""
+    project = access_project(request.user, slug, roles=LABEL_ROLES)
+    mine = project.access.assignments()
+    counts = mine.aggregate(
+        **{key: Count("id", filter=Q(status__in=statuses)) for key, (_, statuses) in MINE_TABS.items()}
+    )
+    show = request.GET.get("show") if request.GET.get("show") in MINE_TABS else "todo"
+    rows = (
+        mine.filter(status__in=MINE_TABS[show][1])
+        .select_related("trace", "trace__batch", "annotation")
+        .only(
+            "id",
+            "status",
+            "purpose",
+            "skip_reason",
+            "updated_at",
+            "trace__external_id",
+            "trace__task",
+            "trace__batch__name",
+            "annotation__updated_at",
+            "annotation__submitted_at",
+        )
+    )
+    if show == "submitted":
+        rows = rows.annotate(locked=locked_expression()).order_by("-updated_at", "-id")
+    elif show == "skipped":
+        rows = rows.order_by("-updated_at", "-id")
+    else:
+        rows = in_queue_order(project, rows)
+    page = Paginator(rows, MINE_PER_PAGE).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "annotator/my_assignments.html",
+        {
+            "project": project,
+            "page": page,
+            "show": show,
+            "tabs": [(key, label, counts[key]) for key, (label, _) in MINE_TABS.items()],
+        },
+    )

@@ -398,6 +398,10 @@
     }
     if (typing || document.querySelector("dialog[open]:not(#help-dialog)")) return;
     var key = e.key;
+    if (confidenceChord) {
+      confidenceChord = false;
+      if (/^[1-5]$/.test(key) && form) { setConfidence(key); e.preventDefault(); return; }
+    }
     if (key === "j") move(1);
     else if (key === "k") move(-1);
     else if (key === "/") { var s = document.getElementById("trace-search-input"); s.focus(); s.select(); }
@@ -408,11 +412,38 @@
     else if (key === "s" && form) submit();
     else if (key === "x" && form) openSkip();
     else if (key === "g") nextTrace();
+    else if (key === "a" && form) toggleAmbiguous();
+    else if (key === "c" && form) { confidenceChord = true; toast("Confidence: press 1 to 5"); }
+    else if (key === "o" && form) focusNote();
     else if (key === "?") { var h = document.getElementById("help-dialog"); if (h.open) h.close(); else h.showModal(); }
     else if (/^[0-9]$/.test(key) && form) digit(key);
     else return;
     e.preventDefault();
   });
+
+  // Confidence, "ambiguous" and the note from the keyboard (c then 1-5, a, o): the same inputs the mouse
+  // uses, with a change event so autosave sees them.
+  var confidenceChord = false;
+  function toggleAmbiguous() {
+    var box = form.querySelector('input[name="ambiguous"]');
+    if (!box || box.disabled) return;
+    box.checked = !box.checked;
+    changed(box);
+    toast(box.checked ? "Marked ambiguous" : "Not ambiguous");
+  }
+  function setConfidence(n) {
+    var radio = form.querySelector('input[name="confidence"][value="' + n + '"]');
+    if (!radio || radio.disabled) return;
+    radio.checked = true;
+    changed(radio);
+    toast("Confidence " + n);
+  }
+  function focusNote() {
+    var note = document.getElementById("trace-note");
+    if (!note) return;
+    note.scrollIntoView({ block: "nearest" });
+    note.focus();
+  }
 
   function openSkip() {
     var button = form.querySelector('[data-action="skip"]');

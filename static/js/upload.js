@@ -34,6 +34,7 @@
     box.setAttribute("role", "alert");
     box.textContent = text;
     result.replaceChildren(box);
+    result.scrollIntoView({ block: "nearest" });
   }
   document.body.addEventListener("htmx:beforeRequest", (event) => {
     if (event.detail.elt !== form || !maxMb) return;
@@ -53,6 +54,13 @@
       event.detail.shouldSwap = true;
       event.detail.isError = false;
     }
+  });
+  // The answer lands under the form: bring it into view, and focus an error so it is read out.
+  document.body.addEventListener("htmx:afterSwap", (event) => {
+    if (event.detail.target !== result) return;
+    result.scrollIntoView({ block: "nearest" });
+    const alert = result.querySelector('[role="alert"]');
+    if (alert) { alert.tabIndex = -1; alert.focus({ preventScroll: true }); }
   });
   document.body.addEventListener("htmx:xhr:progress", (event) => {
     if (bar && event.detail.lengthComputable) bar.value = (event.detail.loaded / event.detail.total) * 100;

@@ -183,7 +183,8 @@ def test_the_recent_imports_and_past_exports_refresh_with_the_job(client, projec
     imports = client.get(f"/p/{project.slug}/import/").content.decode()
     assert 'id="recent-imports"' in imports and 'hx-select="#recent-imports"' in imports
     exports = client.get(f"/p/{project.slug}/export/").content.decode()
-    assert 'id="past-exports"' in exports and 'hx-select="#past-exports"' in exports
+    # The export form's answer and every poll of a job card carry the list out of band (test_views.py).
+    assert 'id="past-exports"' in exports
 
 
 def test_the_demo_banner_prints_the_served_address(monkeypatch, tmp_path, settings):

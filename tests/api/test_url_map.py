@@ -173,6 +173,7 @@ ROUTES = [
     ("p/<slug:slug>/members/<int:membership_id>/role/", "project-member-role"),
     ("p/<slug:slug>/members/add/", "project-member-add"),
     ("p/<slug:slug>/next/", "start-next"),
+    ("p/<slug:slug>/mine/", "my-assignments"),
     ("p/<slug:slug>/proposals/", "proposals"),
     ("p/<slug:slug>/proposals/settle/", "proposals-settle"),
     ("p/<slug:slug>/rounds/", "rounds"),

@@ -86,7 +86,7 @@ def test_an_annotator_sees_the_gold_answer_only_after_submitting_a_calibration_i
     # The owner reads Carl's scores on the Calibration page.
     page, _ = sign_in(browser, live_server, "olivia")
     page.goto(f"{live_server.url}/p/{project.slug}/")
-    page.get_by_role("link", name="Calibration", exact=True).click()
+    page.get_by_role("link", name="Gold calibration", exact=True).click()
     expect(page.locator("#scores-carl")).to_contain_text("1 calibration item")
     # One item, one miss: kappa 0, and no zero-width interval pretending to be certain.
     expect(page.locator('table.calibration-scores tr[data-mode="FM-1.2"]')).to_contain_text("(no interval)")

@@ -44,7 +44,7 @@ def test_the_signatures_page_renders_its_charts(browser, live_server, showcase):
 
     url = f"{live_server.url}/p/itbench/signatures/?compare_a=baseline-run&compare_b=after-verifier-fix"
     page.goto(url)
-    assert page.locator("h1").inner_text() == "Failure signatures"
+    assert page.locator("h1").inner_text() == "ITBench SRE study \u203a Failure signatures"
     for section in (
         "#prevalence",
         "#benign-fatal",

@@ -171,3 +171,21 @@ def test_an_export_whose_task_cannot_be_sent_fails_with_a_reason_on_its_card(
     job = client.get(job_url, HTTP_HX_REQUEST="true").content.decode()
     assert "Could not reach the task queue" in job and "hx-get" not in job
     assert "6379" not in job  # the broker's address stays in the log
+
+
+def test_the_past_exports_come_with_the_export_started(
+    client, labelled, owner, django_capture_on_commit_callbacks
+):
+    client.force_login(owner)
+    url = page(labelled)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url, {"license": "cc-by-4.0", "gold_only": "on"}, HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert 'id="past-exports" hx-swap-oob="outerHTML"' in html
+    assert "No exports of this project yet" not in html
+    export = Export.objects.get()
+    job_link = reverse("project-export-job", args=[labelled.slug, export.pk])
+    assert f'href="{job_link}"' in html.split('id="past-exports"')[1]  # the card's job is listed
+    # Each poll of the job card brings the list along, so a finished job shows there as it does above.
+    poll = client.get(reverse("project-export-job", args=[labelled.slug, export.pk]), HTTP_HX_REQUEST="true")
+    assert 'id="past-exports" hx-swap-oob="outerHTML"' in poll.content.decode()
