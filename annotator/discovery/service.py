@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.db import connections, transaction
+from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
 
@@ -28,9 +28,15 @@ from annotator.models import (
     PromptTemplate,
 )
 from annotator.search.saved import find_view
-from annotator.services.jobs import send_job
 from annotator.services.llm.config import current_prompt, get_config
-from annotator.services.llm.runs import LLMRunError, check_run_settings, endpoint_snapshot, view_run_ids
+from annotator.services.llm.runs import (
+    LLMRunError,
+    check_run_settings,
+    endpoint_snapshot,
+    enqueue_on_commit,
+    run_in_thread,
+    view_run_ids,
+)
 from annotator.services.proposals import project_proposals, proposal_groups
 from annotator.services.rounds import TraceChoice, do_open_round
 from traces.models import Trace
@@ -308,27 +314,17 @@ def _create(project, config, model, actor, enqueue, background, **fields) -> Dis
 
 def _enqueue_on_commit(run_id: int, *, background: bool = False) -> None:
     """As an LLM run: a worker's queue, or (the embedded default, `background`) a thread of this process."""
-    if background:
-        transaction.on_commit(lambda: _run_in_thread(run_id))
-    else:
-        send_job(DiscoveryRun, run_id)
+    enqueue_on_commit(DiscoveryRun, run_id, _run_in_thread, background=background)
 
 
 def _run_in_thread(run_id: int) -> threading.Thread:
     from annotator.discovery.process import do_process_discovery, finish
 
-    def work() -> None:
-        try:
-            do_process_discovery(run_id)
-        except Exception as error:  # the run must still end in a final state with its reason
-            log.exception("discovery run %d failed in the background", run_id)
-            finish(run_id, DiscoveryRun.Status.FAILED, error=f"internal error: {type(error).__name__}")
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=work, name=f"discovery-{run_id}", daemon=True)
-    thread.start()
-    return thread
+    return run_in_thread(
+        f"discovery run {run_id}",
+        lambda: do_process_discovery(run_id),
+        lambda error: finish(run_id, DiscoveryRun.Status.FAILED, error=error),
+    )
 
 
 def do_stop_discovery(run: DiscoveryRun, *, reason: str = "stopped by the owner") -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from django.conf import settings
 from django.db import connections, transaction
@@ -170,32 +171,51 @@ def _create_run(project: Project, config: LLMConfig, model: str, limit, actor, e
     return run
 
 
-def _enqueue_on_commit(run_id: int, *, background: bool = False) -> None:
-    """`background`: without a worker (eager Celery, the embedded default) the web request would run the
-    whole batch before answering; a daemon thread in this process runs it instead and the page polls its
+def enqueue_on_commit(
+    model, run_id: int, in_thread: Callable[[int], object], *, background: bool = False
+) -> None:
+    """Queue a run of `model` (an LLM run, a discovery run) once the transaction commits. `background`:
+    without a worker (eager Celery, the embedded default) the web request would run the whole batch before
+    answering; `in_thread(run_id)` runs it in a daemon thread of this process instead and the page polls its
     progress. Only for the single-process default: with a worker, the queue does this."""
     if background:
-        transaction.on_commit(lambda: _run_in_thread(run_id))
+        transaction.on_commit(lambda: in_thread(run_id))
     else:
-        send_job(LLMRun, run_id)
+        send_job(model, run_id)
 
 
-def _run_in_thread(run_id: int) -> threading.Thread:
+def run_in_thread(name: str, process: Callable[[], object], fail: Callable[[str], None]) -> threading.Thread:
+    """`process()` in a daemon thread named `name`; any exception still ends the run, through `fail(reason)`."""
+
     def work() -> None:
         try:
-            while do_process_run(run_id).more:
-                pass
+            process()
         except Exception as error:  # the run must still end in a final state with its reason
-            log.exception("LLM run %d failed in the background", run_id)
-            run = LLMRun.objects.filter(pk=run_id).first()
-            if run is not None:
-                finish_run(run, LLMRun.Status.FAILED, error=f"internal error: {type(error).__name__}")
+            log.exception("%s failed in the background", name)
+            fail(f"internal error: {type(error).__name__}")
         finally:
             connections.close_all()
 
-    thread = threading.Thread(target=work, name=f"llm-run-{run_id}", daemon=True)
+    thread = threading.Thread(target=work, name=name, daemon=True)
     thread.start()
     return thread
+
+
+def _enqueue_on_commit(run_id: int, *, background: bool = False) -> None:
+    enqueue_on_commit(LLMRun, run_id, _run_in_thread, background=background)
+
+
+def _run_in_thread(run_id: int) -> threading.Thread:
+    def process() -> None:
+        while do_process_run(run_id).more:
+            pass
+
+    def fail(error: str) -> None:
+        run = LLMRun.objects.filter(pk=run_id).first()
+        if run is not None:
+            finish_run(run, LLMRun.Status.FAILED, error=error)
+
+    return run_in_thread(f"LLM run {run_id}", process, fail)
 
 
 def do_stop_run(run: LLMRun, *, reason: str = "stopped by the owner") -> bool:
