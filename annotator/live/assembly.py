@@ -26,7 +26,16 @@ from django.db.models import Count, F, Max, Min, Q
 from django.utils import timezone
 
 from annotator.live.assemble import to_record
-from annotator.models import Annotation, LiveSettings, LiveTrace, PendingLog, PendingSpan, Project
+from annotator.live.service import do_read_batches
+from annotator.models import (
+    Annotation,
+    LiveSettings,
+    LiveTrace,
+    PendingLog,
+    PendingSpan,
+    Project,
+    SpanBatch,
+)
 from annotator.search.indexing import schedule_indexing
 from annotator.services.assignment import do_assign
 from annotator.services.enqueue import is_eager
@@ -88,6 +97,7 @@ def do_assemble_due(project_id: int, now: datetime | None = None) -> int:
         if project is None:
             return 0
         choice = LiveSettings.objects.filter(project=project).first() or LiveSettings(project=project)
+        do_read_batches(project)
         due = due_trace_ids(project_id, now)
         for start in range(0, len(due), CHUNK_TRACES):
             changed, chosen = _assemble_chunk(project, due[start : start + CHUNK_TRACES], choice)
@@ -278,11 +288,13 @@ def _chosen(choice: LiveSettings, outcome: str) -> bool:
 
 
 def do_sweep() -> int:
-    """Assemble the due traces of every project with pending spans (the periodic safety net)."""
-    projects = (
+    """Assemble the due traces of every project with pending spans or unread requests (the periodic safety
+    net)."""
+    projects = set(
         PendingSpan.objects.filter(state=PendingSpan.State.PENDING)
         .values_list("project_id", flat=True)
         .order_by()
         .distinct()
     )
-    return sum(do_assemble_due(project_id) for project_id in list(projects))
+    projects |= set(SpanBatch.objects.values_list("project_id", flat=True).order_by().distinct())
+    return sum(do_assemble_due(project_id) for project_id in sorted(projects))

@@ -18,8 +18,17 @@ from tests.live import agent_run
 from traces.models import Trace
 
 
-def _items(spans) -> list[dict]:
-    return otlp.parse_traces(encode_spans(spans).SerializeToString(), otlp.PROTOBUF).items
+def _items(spans) -> otlp.Decoded:
+    return _accepted(encode_spans(spans))
+
+
+def _accepted(request) -> otlp.Decoded:
+    """What the endpoint accepts of an ExportTraceServiceRequest."""
+    return otlp.parse_traces(request.SerializeToString(), otlp.PROTOBUF)
+
+
+def _spans_of(request):
+    return [span for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
 
 
 def _root_and_children(run):
@@ -78,11 +87,11 @@ def test_a_run_sent_again_under_a_new_trace_id_is_the_same_content_and_one_trace
     first = agent_run.record_run()
     do_accept_spans(project, _items(first))
     trace = Trace.objects.get()
-    items = _items(first)
-    for item in items:
-        item["span"]["traceId"] = "ab" * 16
+    request = encode_spans(first)
+    for span in _spans_of(request):
+        span.trace_id = bytes.fromhex("ab" * 16)
     # The trace id is part of a trace's content (its external id), so a new id is a new trace ...
-    do_accept_spans(project, items)
+    do_accept_spans(project, _accepted(request))
     assert Trace.objects.count() == 2
     # ... while the same id and spans again is not.
     do_accept_spans(project, _items(first))
@@ -158,10 +167,11 @@ def test_the_projects_live_setting_decides_which_live_traces_get_annotators(proj
 def test_a_failed_run_is_assigned_when_the_project_assigns_failures(project):
     """The root span's ERROR status is the run's outcome: failure."""
     LiveSettings.objects.create(project=project, assign="failures")
-    items = _items(agent_run.record_run())
-    root = next(item for item in items if not item["span"].get("parentSpanId"))
-    root["span"]["status"] = {"code": "STATUS_CODE_ERROR", "message": "no seat left"}
-    do_accept_spans(project, items)
+    request = encode_spans(agent_run.record_run())
+    root = next(span for span in _spans_of(request) if not span.parent_span_id)
+    root.status.code = root.status.STATUS_CODE_ERROR
+    root.status.message = "no seat left"
+    do_accept_spans(project, _accepted(request))
 
     trace = Trace.objects.get()
     assert trace.outcome == "failure"

@@ -190,6 +190,29 @@ def test_a_span_tree_deeper_than_the_limit_is_rejected(project, ingest_key):
     partial = json.loads(response.content)["partialSuccess"]
     assert partial["rejectedSpans"] == "2"
     assert "IMPORT_MAX_DEPTH" in partial["errorMessage"]
+    stored = PendingSpan.objects.filter(project=project).values_list("name", flat=True)
+    assert sorted(stored) == sorted(f"level {i}" for i in range(10))
+
+
+def test_a_span_holding_a_nul_character_is_rejected_alone(project, ingest_key, run):
+    """PostgreSQL text cannot hold NUL: such a span is refused, however deep the NUL hides, and the
+    request's other spans are kept."""
+    request = encode_spans(run)
+    spans = request.resource_spans[0].scope_spans[0].spans
+    nested = spans[0].attributes.add(key="nested")
+    nested.value.kvlist_value.values.add(
+        key="deep", value={"array_value": {"values": [{"string_value": "a\0b"}]}}
+    )
+    spans[1].events.add(name="exception\0")
+
+    response = _post(project.slug, request.SerializeToString(), ingest_key, gzipped=True)
+
+    assert response.status_code == 200
+    partial = ExportTraceServiceResponse.FromString(response.content).partial_success
+    assert partial.rejected_spans == 2
+    assert "NUL" in partial.error_message
+    kept = {f"{span.context.span_id:016x}" for span in run[2:]}
+    assert set(PendingSpan.objects.filter(project=project).values_list("span_id", flat=True)) == kept
 
 
 def test_too_many_spans_in_one_request_is_413(project, ingest_key, run, settings):
