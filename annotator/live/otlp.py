@@ -2,8 +2,10 @@
 
 Both encodings go through one path: a protobuf body is parsed by `opentelemetry-proto`'s generated classes,
 a JSON body is read into the same classes with protobuf's `json_format` (after its hex ids are turned into
-the base64 that the protobuf JSON mapping expects for bytes). What comes out is OTLP/JSON again, one dict per
-span (camelCase keys, hex ids, as `traces.importers.otel` reads files), with its resource and scope.
+the base64 that the protobuf JSON mapping expects for bytes). The request path checks the spans on the
+parsed message and keeps the accepted ones as one protobuf request (`parse_traces`); the assembly task turns
+that into OTLP/JSON, one dict per span (`span_items`: camelCase keys, hex ids, as `traces.importers.otel`
+reads files), with its resource and scope. Log records are few and go to OTLP/JSON at once (`parse_logs`).
 
 Limits (`traces.importers.limits`, the IMPORT_MAX_* settings) apply as in a file import: the request body is
 one record (IMPORT_MAX_RECORD_MB, compressed and decoded, and the IMPORT_MAX_ZIP_RATIO against gzip bombs),
