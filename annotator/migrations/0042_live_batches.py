@@ -9,7 +9,12 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="SpanBatch",
             fields=[
-                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
                 ("body", models.BinaryField()),
                 ("spans", models.PositiveIntegerField()),
                 ("received_at", models.DateTimeField()),
@@ -22,5 +27,22 @@ class Migration(migrations.Migration):
                     ),
                 ),
             ],
+        ),
+        migrations.AddField(
+            model_name="pendinglog",
+            name="state",
+            field=models.CharField(
+                choices=[
+                    ("pending", "Waiting for its trace to complete"),
+                    ("assembled", "Part of a stored trace"),
+                    ("held", "Arrived after labelling started: kept, not merged"),
+                ],
+                default="pending",
+                max_length=10,
+            ),
+        ),
+        migrations.AddIndex(
+            model_name="pendinglog",
+            index=models.Index(fields=["project", "state", "trace_id"], name="live_log_state_idx"),
         ),
     ]

@@ -73,9 +73,16 @@ class PendingLog(models.Model):
     span_id = models.CharField(max_length=16)
     body = models.JSONField()  # {"resource", "scope", "log"} as OTLP/JSON
     received_at = models.DateTimeField()
+    # As a span's: pending until a trace has been assembled with it; a log record arriving after its trace
+    # was assembled rebuilds it like a late span (before labelling) or is held (after).
+    State = PendingSpan.State
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
 
     class Meta:
-        indexes = [models.Index(fields=["project", "trace_id"], name="live_log_trace_idx")]
+        indexes = [
+            models.Index(fields=["project", "trace_id"], name="live_log_trace_idx"),
+            models.Index(fields=["project", "state", "trace_id"], name="live_log_state_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"log of span {self.span_id} of trace {self.trace_id}"

@@ -48,10 +48,13 @@ def test_a_trace_waits_for_its_root_and_a_quiet_window_when_a_worker_assembles(
     )  # the broker's part, tested elsewhere
     root, children = _root_and_children(agent_run.record_run())
     do_accept_spans(project, _items(children))
+    service.do_read_batches(project)  # the task's first step
     later = timezone.now() + timedelta(seconds=31)
 
+    assert PendingSpan.objects.count() == 3
     assert due_trace_ids(project.pk, later) == []  # no root yet
     do_accept_spans(project, _items([root]))
+    service.do_read_batches(project)
     assert due_trace_ids(project.pk) == []  # root here, but not quiet yet
     assert do_assemble_due(project.pk, later) == 1
     assert Trace.objects.in_project(project).get().step_count == 4

@@ -11,9 +11,12 @@ from google.rpc.status_pb2 import Status
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from annotator.models import PendingSpan
+from annotator.models import Assignment, PendingLog, PendingSpan
+from annotator.services.annotations import do_save_draft
 from annotator.services.api_tokens import do_issue_ingest_token
+from annotator.services.payload import AnnotationPayload
 from tests.factories import ProjectFactory, add_member, api_token
+from tests.importers import otel_shapes
 from tests.live import agent_run
 from traces.importers import limits
 from traces.models import Trace
@@ -305,3 +308,55 @@ def test_an_archived_project_takes_no_new_spans(project, ingest_key, run):
     assert response.status_code == 403
     assert "archived" in response.json()["detail"]
     assert not PendingSpan.objects.exists()
+
+
+def _llm_turns(trace: Trace) -> list[tuple[str, str]]:
+    return [(step.role, step.content) for step in trace.steps.order_by("index") if step.role in ROLES]
+
+
+ROLES = ("system", "user", "assistant", "tool")
+
+
+def test_genai_log_events_sent_after_the_spans_join_the_live_traces_llm_steps(project, ingest_key):
+    """The OpenAI instrumentation sends message content as log records, through its own exporter: they
+    arrive in a second request, here after the trace was assembled (no worker: as soon as its root came),
+    and rebuild it as late spans do, so the user's question and the model's answer are in its steps."""
+    spans, logs = otel_shapes.openai_v2_run()
+    sent = _post(project.slug, json.dumps(spans).encode(), ingest_key, kind="application/json")
+    assert sent.status_code == 200
+    trace = Trace.objects.in_project(project).get()
+    assert "What is the weather in Paris?" not in [content for _, content in _llm_turns(trace)]
+
+    response = _post(
+        project.slug, json.dumps(logs).encode(), ingest_key, kind="application/json", path="logs"
+    )
+
+    assert response.status_code == 200
+    assert json.loads(response.content) == {}
+    trace = Trace.objects.in_project(project).get()  # the same trace, rebuilt
+    assert _llm_turns(trace) == [
+        ("system", "You are a weather assistant."),
+        ("user", "What is the weather in Paris?"),
+        ("assistant", ""),  # the tool call
+        ("tool", "18°C and sunny"),
+        ("assistant", "It is 18°C."),
+    ]
+    assert trace.task == "What is the weather in Paris?"
+    assert set(project.live_logs.values_list("state", flat=True)) == {PendingLog.State.ASSEMBLED}
+
+
+def test_genai_log_events_after_labelling_started_are_held_not_merged(project, ingest_key, annotator_a):
+    spans, logs = otel_shapes.openai_v2_run()
+    _post(project.slug, json.dumps(spans).encode(), ingest_key, kind="application/json")
+    trace = Trace.objects.in_project(project).get()
+    before = _llm_turns(trace)
+    slot = Assignment.objects.get(project=project, trace=trace, annotator=annotator_a)
+    do_save_draft(slot, AnnotationPayload(note="the answer is missing"), actor=annotator_a, base_version=0)
+
+    response = _post(
+        project.slug, json.dumps(logs).encode(), ingest_key, kind="application/json", path="logs"
+    )
+
+    assert response.status_code == 200
+    assert _llm_turns(Trace.objects.in_project(project).get()) == before
+    assert set(project.live_logs.values_list("state", flat=True)) == {PendingLog.State.HELD}
