@@ -69,13 +69,18 @@ def do_read_batches(project: Project) -> int:
     its request was, and delete them; returns how many spans were new. The caller holds the project's lock
     (annotator.live.assembly), so two tasks do not read one batch twice."""
     added = 0
-    with transaction.atomic():
-        batches = list(SpanBatch.objects.filter(project=project).order_by("pk"))
-        for batch in batches:
-            items = otlp.span_items(bytes(batch.body))
-            added += _insert([_span_values(project.pk, item, batch.received_at) for item in items])
-        SpanBatch.objects.filter(pk__in=[batch.pk for batch in batches]).delete()
+    pks = list(SpanBatch.objects.filter(project=project).order_by("pk").values_list("pk", flat=True))
+    for start in range(0, len(pks), _READ_BATCHES):  # a few requests' bodies in memory at a time
+        part = pks[start : start + _READ_BATCHES]
+        with transaction.atomic():
+            for batch in SpanBatch.objects.filter(pk__in=part).order_by("pk"):
+                items = otlp.span_items(bytes(batch.body))
+                added += _insert([_span_values(project.pk, item, batch.received_at) for item in items])
+            SpanBatch.objects.filter(pk__in=part).delete()
     return added
+
+
+_READ_BATCHES = 20
 
 
 _COLUMNS = (
