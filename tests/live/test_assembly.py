@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -11,9 +12,10 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from annotator.live import assembly, otlp, service
 from annotator.live.assembly import do_assemble_due, due_trace_ids
 from annotator.live.service import do_accept_spans, live_status
-from annotator.models import Assignment, LiveSettings, LiveTrace, PendingSpan
+from annotator.models import Assignment, LiveSettings, LiveTrace, PendingSpan, SpanBatch
 from annotator.services.annotations import do_save_draft
 from annotator.services.payload import AnnotationPayload
+from tests.importers import otel_shapes
 from tests.live import agent_run
 from traces.models import Trace
 
@@ -239,3 +241,39 @@ def test_spans_with_the_genai_semantic_conventions_map_to_steps(project):
     assert tool.content == "-3 C, snow"
     assert trace.model == "gpt-4.1"
     assert trace.system == "genai-agent"
+
+
+def test_spans_still_in_their_request_count_towards_the_queue_limit(project, monkeypatch, settings):
+    """With a worker, a request's spans wait as one row until the task reads them: they are waiting too."""
+    monkeypatch.setattr(service, "_queue_assembly", lambda project: None)
+    settings.OTLP_MAX_PENDING_SPANS = 6
+    do_accept_spans(project, _items(agent_run.record_run()))  # 4 spans, not read yet
+
+    with pytest.raises(service.QueueFull):
+        do_accept_spans(project, _items(agent_run.record_run(question="And a hotel?")))
+    assert SpanBatch.objects.get().spans == 4
+    assert live_status(project).pending_spans == 4
+
+
+def test_late_log_records_rebuild_the_trace_once_they_are_quiet_when_a_worker_assembles(
+    project, monkeypatch, settings
+):
+    settings.OTLP_TRACE_QUIET_SECONDS = 30
+    monkeypatch.setattr(assembly, "is_eager", lambda: False)
+    monkeypatch.setattr(service, "_queue_assembly", lambda project: None)
+    spans, logs = otel_shapes.openai_v2_run()
+    do_accept_spans(project, otlp.parse_traces(json.dumps(spans).encode(), otlp.JSON))
+    later = timezone.now() + timedelta(seconds=31)
+    assert do_assemble_due(project.pk, later) == 1
+    trace = Trace.objects.get()
+    assert not trace.steps.filter(content="It is 18°C.").exists()
+
+    service.do_accept_logs(project, otlp.parse_logs(json.dumps(logs).encode(), otlp.JSON))
+
+    assert due_trace_ids(project.pk) == []  # not quiet yet
+    assert due_trace_ids(project.pk, timezone.now() + timedelta(seconds=31)) == [otel_shapes.TRACE]
+    assert do_assemble_due(project.pk, timezone.now() + timedelta(seconds=31)) == 1
+    assert Trace.objects.get() == trace
+    assert trace.steps.filter(role="user", content="What is the weather in Paris?").exists()
+    assert trace.steps.filter(role="assistant", content="It is 18°C.").exists()
+    assert due_trace_ids(project.pk, timezone.now() + timedelta(seconds=31)) == []  # joined once
