@@ -58,6 +58,7 @@ class Decoded:
     items: list[dict] = field(default_factory=list)
     body: bytes = b""
     count: int = 0
+    trace_ids: set[str] = field(default_factory=set)  # of the accepted spans (hex)
     rejected: int = 0
     reasons: list[str] = field(default_factory=list)
 
@@ -128,7 +129,7 @@ def parse_traces(data: bytes, kind: str, bounds: limits.Limits | None = None) ->
     request = _parse(data, kind, ExportTraceServiceRequest(), bounds)
     out = Decoded()
     tree: dict[bytes, bytes] = {}
-    kept: list[tuple[tuple[int, int, int], bytes]] = []  # (where the span is, its span id)
+    kept: list[tuple[tuple[int, int, int], bytes, bytes]] = []  # (where the span is, span id, trace id)
     dropped: list[tuple[int, int, int]] = []  # (resource, scope, span) indexes
     for r, rs in enumerate(request.resource_spans):
         shared_nul = _nul_attrs(rs.resource.attributes)
@@ -141,13 +142,16 @@ def parse_traces(data: bytes, kind: str, bounds: limits.Limits | None = None) ->
                     dropped.append((r, s, index))
                     continue
                 tree[span.span_id] = span.parent_span_id
-                kept.append(((r, s, index), span.span_id))
-    for where, span_id in kept:
+                kept.append(((r, s, index), span.span_id, span.trace_id))
+    trace_ids: set[bytes] = set()
+    for where, span_id, trace_id in kept:
         if _depth(span_id, tree, bounds.max_depth) > bounds.max_depth:
             out.reject(f"span tree deeper than {bounds.max_depth} levels (limit IMPORT_MAX_DEPTH)")
             dropped.append(where)
             continue
         out.count += 1
+        trace_ids.add(trace_id)
+    out.trace_ids = {trace_id.hex() for trace_id in trace_ids}
     if not dropped and kind == PROTOBUF:
         out.body = data  # already the protobuf request, exactly as received
         return out

@@ -51,7 +51,11 @@ def do_accept_spans(project: Project, decoded: otlp.Decoded) -> int:
         raise QueueFull(f"{waiting} spans of this project are waiting to be assembled")
     with transaction.atomic():
         SpanBatch.objects.create(
-            project=project, body=decoded.body, spans=decoded.count, received_at=timezone.now()
+            project=project,
+            body=decoded.body,
+            spans=decoded.count,
+            trace_ids=" ".join(sorted(decoded.trace_ids)),
+            received_at=timezone.now(),
         )
         _queue_assembly(project)
     return decoded.count
@@ -188,6 +192,9 @@ def arrivals(project: Project, trace_ids: list[int]) -> dict[int, datetime]:
 # What the project page shows -----------------------------------------------------------------------------
 
 
+_COUNTED_BATCHES = 100
+
+
 @dataclass(frozen=True, slots=True)
 class LiveStatus:
     pending_spans: int
@@ -199,11 +206,17 @@ class LiveStatus:
 
 def live_status(project: Project, *, recent: int = 10) -> LiveStatus:
     pending = PendingSpan.objects.filter(project=project, state=PendingSpan.State.PENDING)
-    counts = pending.aggregate(spans=Count("pk"), traces=Count("trace_id", distinct=True))
-    unread = SpanBatch.objects.filter(project=project).aggregate(n=Sum("spans"))["n"] or 0
+    unread = SpanBatch.objects.filter(project=project)
+    unread_spans = unread.aggregate(n=Sum("spans"))["n"] or 0
+    # The traces of spans still in their request (not read by the task yet), each counted once with the
+    # spans of it already read; past a backlog of _COUNTED_BATCHES requests, those of the oldest only.
+    unread_traces: set[str] = set()
+    for trace_ids in unread.order_by("pk").values_list("trace_ids", flat=True)[:_COUNTED_BATCHES]:
+        unread_traces.update(trace_ids.split())
+    read = pending.exclude(trace_id__in=unread_traces) if unread_traces else pending
     return LiveStatus(
-        pending_spans=counts["spans"] + unread,
-        pending_traces=counts["traces"],
+        pending_spans=pending.count() + unread_spans,
+        pending_traces=read.aggregate(n=Count("trace_id", distinct=True))["n"] + len(unread_traces),
         recent_spans=list(
             PendingSpan.objects.filter(project=project)
             .only("trace_id", "span_id", "name", "received_at", "state", "parent_span_id")

@@ -17,6 +17,7 @@ class Migration(migrations.Migration):
                 ),
                 ("body", models.BinaryField()),
                 ("spans", models.PositiveIntegerField()),
+                ("trace_ids", models.TextField(blank=True)),
                 ("received_at", models.DateTimeField()),
                 (
                     "project",

@@ -22,6 +22,9 @@ class SpanBatch(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="span_batches")
     body = models.BinaryField()  # an ExportTraceServiceRequest (protobuf) holding only the accepted spans
     spans = models.PositiveIntegerField()
+    # The distinct trace ids of those spans (hex, space-separated), so that the project page can count the
+    # traces waiting without reading the bodies.
+    trace_ids = models.TextField(blank=True)
     received_at = models.DateTimeField()
 
     def __str__(self) -> str:

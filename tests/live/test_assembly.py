@@ -252,7 +252,23 @@ def test_spans_still_in_their_request_count_towards_the_queue_limit(project, mon
     with pytest.raises(service.QueueFull):
         do_accept_spans(project, _items(agent_run.record_run(question="And a hotel?")))
     assert SpanBatch.objects.get().spans == 4
-    assert live_status(project).pending_spans == 4
+    status = live_status(project)
+    assert (status.pending_spans, status.pending_traces) == (4, 1)
+
+
+def test_the_project_page_counts_a_trace_once_when_part_of_it_is_not_read_yet(project, monkeypatch):
+    monkeypatch.setattr(service, "_queue_assembly", lambda project: None)
+    root, children = _root_and_children(agent_run.record_run())
+    do_accept_spans(project, _items(children))
+    service.do_read_batches(project)
+    do_accept_spans(project, _items([root]))  # still in its request
+    other = agent_run.record_run(question="And a hotel?")
+    do_accept_spans(project, _items(other))
+
+    status = live_status(project)
+
+    assert (status.pending_spans, status.pending_traces) == (8, 2)
+    assert len(status.recent_spans) == 3  # listed once the task has read them
 
 
 def test_late_log_records_rebuild_the_trace_once_they_are_quiet_when_a_worker_assembles(
