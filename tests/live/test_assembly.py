@@ -293,3 +293,14 @@ def test_late_log_records_rebuild_the_trace_once_they_are_quiet_when_a_worker_as
     assert trace.steps.filter(role="user", content="What is the weather in Paris?").exists()
     assert trace.steps.filter(role="assistant", content="It is 18°C.").exists()
     assert due_trace_ids(project.pk, timezone.now() + timedelta(seconds=31)) == []  # joined once
+
+
+def test_the_sweep_reads_requests_whose_task_was_lost(project, monkeypatch):
+    monkeypatch.setattr(assembly, "is_eager", lambda: False)
+    monkeypatch.setattr(service, "_queue_assembly", lambda project: None)  # the task never comes
+    do_accept_spans(project, _items(agent_run.record_run()))
+
+    assembly.do_sweep()
+
+    assert not SpanBatch.objects.exists()
+    assert PendingSpan.objects.filter(project=project, state=PendingSpan.State.PENDING).count() == 4
