@@ -58,7 +58,7 @@ def _receive(
     request,
     slug: str,
     parse: Callable[[bytes, str], otlp.Decoded],
-    accept: Callable[[Project, list[dict]], int],
+    accept: Callable[[Project, otlp.Decoded], int],
     respond: Callable[[str, int, str], bytes],
 ) -> HttpResponse:
     project = ingest_project(request, slug)
@@ -84,15 +84,15 @@ def _receive(
         return _answer(kind, 413, str(error))
     except otlp.BadRequest as error:
         return _answer(kind, 400, str(error))
-    if len(decoded.items) > settings.OTLP_MAX_SPANS:
+    if decoded.count > settings.OTLP_MAX_SPANS:
         return _answer(
             kind,
             413,
-            f"{len(decoded.items)} items in one request, more than {settings.OTLP_MAX_SPANS} "
+            f"{decoded.count} items in one request, more than {settings.OTLP_MAX_SPANS} "
             "(limit OTLP_MAX_SPANS): send smaller batches",
         )
     try:
-        accept(project, decoded.items)
+        accept(project, decoded)
     except service.QueueFull as error:
         return _answer(kind, 429, f"{error}; try again later", retry=True)
     except service.QueueUnavailable:

@@ -26,7 +26,16 @@ from django.db.models import Count, F, Max, Min, Q
 from django.utils import timezone
 
 from annotator.live.assemble import to_record
-from annotator.models import Annotation, LiveSettings, LiveTrace, PendingLog, PendingSpan, Project
+from annotator.live.service import do_read_batches
+from annotator.models import (
+    Annotation,
+    LiveSettings,
+    LiveTrace,
+    PendingLog,
+    PendingSpan,
+    Project,
+    SpanBatch,
+)
 from annotator.search.indexing import schedule_indexing
 from annotator.services.assignment import do_assign
 from annotator.services.enqueue import is_eager
@@ -63,19 +72,34 @@ def due_trace_ids(project_id: int, now: datetime | None = None) -> list[str]:
             roots=Count("pk", filter=Q(parent_span_id="", end_ns__isnull=False)),
         )
     )
+    # Log records of a trace already stored (late logs) make it due like late spans; others wait for
+    # their spans, which bring them into the trace's first assembly.
+    logs = dict(
+        PendingLog.objects.filter(project_id=project_id, state=PendingLog.State.PENDING)
+        .values("trace_id")
+        .annotate(last=Max("received_at"))
+        .values_list("trace_id", "last")
+    )
     stored = set(
         LiveTrace.objects.filter(
-            project_id=project_id, otlp_trace_id__in=[row["trace_id"] for row in rows]
+            project_id=project_id, otlp_trace_id__in=[row["trace_id"] for row in rows] + list(logs)
         ).values_list("otlp_trace_id", flat=True)
     )
     quiet_since = now - timedelta(seconds=quiet)
     abandoned_since = now - timedelta(seconds=settings.OTLP_TRACE_ABANDON_SECONDS)
-    return [
+    due = [
         row["trace_id"]
         for row in rows
         if (row["last"] <= quiet_since and (row["roots"] or row["trace_id"] in stored))
         or row["first"] <= abandoned_since
     ]
+    spanned = {row["trace_id"] for row in rows}
+    due += [
+        trace_id
+        for trace_id, last in logs.items()
+        if trace_id in stored and trace_id not in spanned and last <= quiet_since
+    ]
+    return due
 
 
 def do_assemble_due(project_id: int, now: datetime | None = None) -> int:
@@ -88,6 +112,7 @@ def do_assemble_due(project_id: int, now: datetime | None = None) -> int:
         if project is None:
             return 0
         choice = LiveSettings.objects.filter(project=project).first() or LiveSettings(project=project)
+        do_read_batches(project)
         due = due_trace_ids(project_id, now)
         for start in range(0, len(due), CHUNK_TRACES):
             changed, chosen = _assemble_chunk(project, due[start : start + CHUNK_TRACES], choice)
@@ -104,6 +129,8 @@ def _assemble_chunk(project: Project, trace_ids: list[str], choice: LiveSettings
     """One chunk of due trace ids: (how many changed, whether a new trace was chosen for labelling)."""
     now = timezone.now()
     pending: dict[str, list[tuple[int, datetime]]] = defaultdict(list)
+    for trace_id in trace_ids:
+        pending[trace_id] = []  # a stored trace with late log records may have no pending span
     for pk, trace_id, received in PendingSpan.objects.filter(
         project=project, trace_id__in=trace_ids, state=PendingSpan.State.PENDING
     ).values_list("pk", "trace_id", "received_at"):
@@ -121,15 +148,16 @@ def _assemble_chunk(project: Project, trace_ids: list[str], choice: LiveSettings
     )
     held = [trace_id for trace_id, live in lives.items() if live.trace_id in labelled]
     for trace_id in held:
-        _hold(pending[trace_id])
+        _hold(project, trace_id, pending[trace_id])
         LiveTrace.objects.filter(pk=lives[trace_id].pk).update(
             held_spans=F("held_spans") + len(pending[trace_id]), last_received_at=now
         )
-        log.info("live trace %s of %s: late spans held (labelling started)", trace_id, project)
+        log.info("live trace %s of %s: late spans or logs held (labelling started)", trace_id, project)
     todo = [trace_id for trace_id in pending if trace_id not in held]
-    records = _records(project, todo, pending)
+    records = _records(project, todo, pending, lives)
     for trace_id in set(todo) - set(records):
-        _hold(pending[trace_id])  # spans that cannot make a trace: kept and counted, never dropped
+        # spans that cannot make a trace: kept and counted, never dropped
+        _hold(project, trace_id, pending[trace_id])
     for trace_id, record in records.items():
         if trace_id in lives:
             _replace(lives[trace_id].trace, record)
@@ -142,17 +170,27 @@ def _assemble_chunk(project: Project, trace_ids: list[str], choice: LiveSettings
     PendingSpan.objects.filter(pk__in=[pk for trace_id in records for pk, _ in pending[trace_id]]).update(
         state=PendingSpan.State.ASSEMBLED
     )
+    PendingLog.objects.filter(
+        project=project, trace_id__in=list(records), state=PendingLog.State.PENDING
+    ).update(state=PendingLog.State.ASSEMBLED)
     return len(records) + len(held), chosen_new
 
 
-def _hold(spans: list[tuple[int, datetime]]) -> None:
+def _hold(project: Project, trace_id: str, spans: list[tuple[int, datetime]]) -> None:
+    """Keep a trace's pending spans and log records out of it (HELD)."""
     PendingSpan.objects.filter(pk__in=[pk for pk, _ in spans]).update(state=PendingSpan.State.HELD)
+    PendingLog.objects.filter(project=project, trace_id=trace_id, state=PendingLog.State.PENDING).update(
+        state=PendingLog.State.HELD
+    )
 
 
 def _records(
-    project: Project, trace_ids: list[str], pending: dict[str, list[tuple[int, datetime]]]
+    project: Project,
+    trace_ids: list[str],
+    pending: dict[str, list[tuple[int, datetime]]],
+    lives: dict[str, LiveTrace],
 ) -> dict[str, TraceRecord]:
-    """Each trace id's record, from all its spans that are not held (and its log records)."""
+    """Each trace id's record, from all its spans and log records that are not held."""
     spans: dict[str, list[dict]] = defaultdict(list)
     for trace_id, body in (
         PendingSpan.objects.filter(project=project, trace_id__in=trace_ids)
@@ -162,8 +200,11 @@ def _records(
     ):
         spans[trace_id].append(orjson.loads(body))
     logs: dict[str, list[dict]] = defaultdict(list)
-    for trace_id, body in PendingLog.objects.filter(project=project, trace_id__in=trace_ids).values_list(
-        "trace_id", "body"
+    for trace_id, body in (
+        PendingLog.objects.filter(project=project, trace_id__in=trace_ids)
+        .exclude(state=PendingLog.State.HELD)
+        .order_by("pk")
+        .values_list("trace_id", "body")
     ):
         logs[trace_id].append(body)
     records = {}
@@ -173,7 +214,8 @@ def _records(
         except TraceFormatError as error:
             log.warning("live trace %s of %s cannot be assembled: %s", trace_id, project, error)
             continue
-        first = min(received for _, received in pending[trace_id])
+        live = lives.get(trace_id)
+        first = live.first_received_at if live else min(received for _, received in pending[trace_id])
         record.metadata["live"] = {"received_at": first.isoformat(), "spans": len(spans[trace_id])}
         records[trace_id] = record
     return records
@@ -278,11 +320,13 @@ def _chosen(choice: LiveSettings, outcome: str) -> bool:
 
 
 def do_sweep() -> int:
-    """Assemble the due traces of every project with pending spans (the periodic safety net)."""
-    projects = (
+    """Assemble the due traces of every project with pending spans or unread requests (the periodic safety
+    net)."""
+    projects = set(
         PendingSpan.objects.filter(state=PendingSpan.State.PENDING)
         .values_list("project_id", flat=True)
         .order_by()
         .distinct()
     )
-    return sum(do_assemble_due(project_id) for project_id in list(projects))
+    projects |= set(SpanBatch.objects.values_list("project_id", flat=True).order_by().distinct())
+    return sum(do_assemble_due(project_id) for project_id in sorted(projects))

@@ -2,8 +2,10 @@
 
 Both encodings go through one path: a protobuf body is parsed by `opentelemetry-proto`'s generated classes,
 a JSON body is read into the same classes with protobuf's `json_format` (after its hex ids are turned into
-the base64 that the protobuf JSON mapping expects for bytes). What comes out is OTLP/JSON again, one dict per
-span (camelCase keys, hex ids, as `traces.importers.otel` reads files), with its resource and scope.
+the base64 that the protobuf JSON mapping expects for bytes). The request path checks the spans on the
+parsed message and keeps the accepted ones as one protobuf request (`parse_traces`); the assembly task turns
+that into OTLP/JSON, one dict per span (`span_items`: camelCase keys, hex ids, as `traces.importers.otel`
+reads files), with its resource and scope. Log records are few and go to OTLP/JSON at once (`parse_logs`).
 
 Limits (`traces.importers.limits`, the IMPORT_MAX_* settings) apply as in a file import: the request body is
 one record (IMPORT_MAX_RECORD_MB, compressed and decoded, and the IMPORT_MAX_ZIP_RATIO against gzip bombs),
@@ -50,9 +52,13 @@ class TooLarge(ValueError):
 
 @dataclass(slots=True)
 class Decoded:
-    """What a request carried: span (or log record) documents to store, and those rejected with why."""
+    """What a request carried: its accepted spans as one protobuf request (`body`) or its log record
+    documents (`items`), how many were accepted, and those rejected with why."""
 
     items: list[dict] = field(default_factory=list)
+    body: bytes = b""
+    count: int = 0
+    trace_ids: set[str] = field(default_factory=set)  # of the accepted spans (hex)
     rejected: int = 0
     reasons: list[str] = field(default_factory=list)
 
@@ -116,33 +122,57 @@ def _check_budget(budget: limits.DecodeBudget, decoded: int, compressed: int) ->
 
 
 def parse_traces(data: bytes, kind: str, bounds: limits.Limits | None = None) -> Decoded:
-    """The spans of an ExportTraceServiceRequest, each as {"resource", "scope", "span"} (OTLP/JSON)."""
+    """The accepted spans of an ExportTraceServiceRequest, kept as one protobuf request (`Decoded.body`):
+    every bound is checked here, on the parsed message, and the conversion to OTLP/JSON documents
+    (`span_items`) is left to the assembly task, off the request path."""
     bounds = bounds or limits.current()
     request = _parse(data, kind, ExportTraceServiceRequest(), bounds)
     out = Decoded()
-    tree: dict[str, str] = {}
-    pending: list[dict] = []
+    tree: dict[bytes, bytes] = {}
+    kept: list[tuple[tuple[int, int, int], bytes, bytes]] = []  # (where the span is, span id, trace id)
+    dropped: list[tuple[int, int, int]] = []  # (resource, scope, span) indexes
+    for r, rs in enumerate(request.resource_spans):
+        shared_nul = _nul_attrs(rs.resource.attributes)
+        for s, ss in enumerate(rs.scope_spans):
+            scope_nul = shared_nul or _nul_scope(ss.scope)
+            for index, span in enumerate(ss.spans):
+                reason = _span_problem(span, bounds) or (_UNSTORABLE if scope_nul or _span_nul(span) else "")
+                if reason:
+                    out.reject(reason)
+                    dropped.append((r, s, index))
+                    continue
+                tree[span.span_id] = span.parent_span_id
+                kept.append(((r, s, index), span.span_id, span.trace_id))
+    trace_ids: set[bytes] = set()
+    for where, span_id, trace_id in kept:
+        if _depth(span_id, tree, bounds.max_depth) > bounds.max_depth:
+            out.reject(f"span tree deeper than {bounds.max_depth} levels (limit IMPORT_MAX_DEPTH)")
+            dropped.append(where)
+            continue
+        out.count += 1
+        trace_ids.add(trace_id)
+    out.trace_ids = {trace_id.hex() for trace_id in trace_ids}
+    if not dropped and kind == PROTOBUF:
+        out.body = data  # already the protobuf request, exactly as received
+        return out
+    # Highest index first, so that deleting a span does not move the others still to delete.
+    for r, s, index in sorted(dropped, reverse=True):
+        del request.resource_spans[r].scope_spans[s].spans[index]
+    out.body = request.SerializeToString()
+    return out
+
+
+def span_items(body: bytes) -> list[dict]:
+    """The spans of an accepted request (`Decoded.body`), each as {"resource", "scope", "span"} (OTLP/JSON,
+    camelCase keys, hex ids, as `traces.importers.otel` reads files)."""
+    request = ExportTraceServiceRequest.FromString(body)
+    items: list[dict] = []
     for rs in request.resource_spans:
         resource = _dict(rs.resource) if rs.HasField("resource") else {}
         for ss in rs.scope_spans:
             scope = _dict(ss.scope) if ss.HasField("scope") else {}
-            for span in ss.spans:
-                reason = _span_problem(span, bounds)
-                if reason:
-                    out.reject(reason)
-                    continue
-                doc = span_doc(span)
-                if not _storable(doc):
-                    out.reject(_UNSTORABLE)
-                    continue
-                tree[doc["spanId"]] = doc.get("parentSpanId", "")
-                pending.append({"resource": resource, "scope": scope, "span": doc})
-    for item in pending:
-        if _depth(item["span"]["spanId"], tree, bounds.max_depth) > bounds.max_depth:
-            out.reject(f"span tree deeper than {bounds.max_depth} levels (limit IMPORT_MAX_DEPTH)")
-            continue
-        out.items.append(item)
-    return out
+            items.extend({"resource": resource, "scope": scope, "span": span_doc(span)} for span in ss.spans)
+    return items
 
 
 def parse_logs(data: bytes, kind: str, bounds: limits.Limits | None = None) -> Decoded:
@@ -169,6 +199,7 @@ def parse_logs(data: bytes, kind: str, bounds: limits.Limits | None = None) -> D
                     out.reject(_UNSTORABLE)
                     continue
                 out.items.append({"resource": resource, "scope": scope, "log": doc})
+    out.count = len(out.items)
     return out
 
 
@@ -208,6 +239,37 @@ def _storable(doc: dict) -> bool:
         return b"\\u0000" not in text or _NUL.search(text) is None
     except TypeError:  # orjson refuses a lone surrogate
         return False
+
+
+def _span_nul(span: Any) -> bool:
+    """Whether a string of the span holds a NUL character (the same strings `span_doc` writes out)."""
+    return (
+        "\0" in span.name
+        or "\0" in span.trace_state
+        or "\0" in span.status.message
+        or _nul_attrs(span.attributes)
+        or any("\0" in event.name or _nul_attrs(event.attributes) for event in span.events)
+        or any("\0" in link.trace_state or _nul_attrs(link.attributes) for link in span.links)
+    )
+
+
+def _nul_scope(scope: Any) -> bool:
+    return "\0" in scope.name or "\0" in scope.version or _nul_attrs(scope.attributes)
+
+
+def _nul_attrs(attributes: Any) -> bool:
+    return any("\0" in kv.key or _nul_value(kv.value) for kv in attributes)
+
+
+def _nul_value(value: Any) -> bool:
+    which = value.WhichOneof("value")
+    if which == "string_value":
+        return "\0" in value.string_value
+    if which == "array_value":
+        return any(_nul_value(item) for item in value.array_value.values)
+    if which == "kvlist_value":
+        return _nul_attrs(value.kvlist_value.values)
+    return False
 
 
 def span_doc(span: Any) -> dict:

@@ -1,10 +1,12 @@
 """Live traces: accept spans from a project's OTLP endpoint (assembly: annotator.live.assembly).
 
-Accepting (`do_accept_spans`) stores the spans in one bulk insert and queues the assembly task in the same
-transaction: when the broker cannot take the message (Redis down) the insert is rolled back and the caller
-answers 503 with Retry-After, so a request is either wholly queued or not at all, and the exporter, which
-retries 503, sends it again once Redis is back. A span sent twice (an exporter's retry, the same run sent
-again) is stored once (unique per project, trace and span id).
+Accepting (`do_accept_spans`) stores the request's accepted spans as one row (a SpanBatch: the validated
+protobuf request) and queues the assembly task in the same transaction: when the broker cannot take the
+message (Redis down) the insert is rolled back and the caller answers 503 with Retry-After, so a request is
+either wholly queued or not at all, and the exporter, which retries 503, sends it again once Redis is back.
+The task first reads the batches into one PendingSpan row per span (`do_read_batches`: the conversion to
+OTLP/JSON and the 512-row insert, off the request path). A span sent twice (an exporter's retry, the same
+run sent again) is stored once (unique per project, trace and span id).
 
 What the project page shows of it (`live_status`, `arrivals`) is here too.
 """
@@ -18,10 +20,11 @@ from datetime import datetime
 import orjson
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count
+from django.db.models import Count, Sum
 from django.utils import timezone
 
-from annotator.models import LiveTrace, PendingLog, PendingSpan, Project
+from annotator.live import otlp
+from annotator.models import LiveTrace, PendingLog, PendingSpan, Project, SpanBatch
 from annotator.services.enqueue import enqueue, is_eager
 
 log = logging.getLogger(__name__)
@@ -37,20 +40,51 @@ class QueueFull(Exception):
     """Too many spans of the project are waiting for assembly: the client should retry later."""
 
 
-def do_accept_spans(project: Project, items: list[dict]) -> int:
-    """Store `items` (span documents from annotator.live.otlp) for `project` and queue their assembly;
-    returns how many were new. Raises QueueFull or QueueUnavailable (nothing stored) for a 429 / 503."""
-    if not items:
+def do_accept_spans(project: Project, decoded: otlp.Decoded) -> int:
+    """Store a request's accepted spans (`otlp.parse_traces`) for `project` as one row and queue their
+    assembly; returns how many spans were queued. Raises QueueFull or QueueUnavailable (nothing stored) for
+    a 429 / 503."""
+    if not decoded.count:
         return 0
-    waiting = PendingSpan.objects.filter(project=project, state=PendingSpan.State.PENDING).count()
-    if waiting + len(items) > settings.OTLP_MAX_PENDING_SPANS:
+    waiting = _waiting_spans(project)
+    if waiting + decoded.count > settings.OTLP_MAX_PENDING_SPANS:
         raise QueueFull(f"{waiting} spans of this project are waiting to be assembled")
-    now = timezone.now()
-    rows = [_span_values(project.pk, item, now) for item in items]
     with transaction.atomic():
-        created = _insert(rows)
+        SpanBatch.objects.create(
+            project=project,
+            body=decoded.body,
+            spans=decoded.count,
+            trace_ids=" ".join(sorted(decoded.trace_ids)),
+            received_at=timezone.now(),
+        )
         _queue_assembly(project)
-    return created
+    return decoded.count
+
+
+def _waiting_spans(project: Project) -> int:
+    """Spans of the project not yet assembled: those read into rows and those still in their request."""
+    pending = PendingSpan.objects.filter(project=project, state=PendingSpan.State.PENDING).count()
+    unread = SpanBatch.objects.filter(project=project).aggregate(n=Sum("spans"))["n"] or 0
+    return pending + unread
+
+
+def do_read_batches(project: Project) -> int:
+    """Read the project's queued requests (SpanBatch) into one PendingSpan row per span, each received when
+    its request was, and delete them; returns how many spans were new. The caller holds the project's lock
+    (annotator.live.assembly), so two tasks do not read one batch twice."""
+    added = 0
+    pks = list(SpanBatch.objects.filter(project=project).order_by("pk").values_list("pk", flat=True))
+    for start in range(0, len(pks), _READ_BATCHES):  # a few requests' bodies in memory at a time
+        part = pks[start : start + _READ_BATCHES]
+        with transaction.atomic():
+            for batch in SpanBatch.objects.filter(pk__in=part).order_by("pk"):
+                items = otlp.span_items(bytes(batch.body))
+                added += _insert([_span_values(project.pk, item, batch.received_at) for item in items])
+            SpanBatch.objects.filter(pk__in=part).delete()
+    return added
+
+
+_READ_BATCHES = 20
 
 
 _COLUMNS = (
@@ -91,8 +125,10 @@ def _insert(rows: list[tuple]) -> int:
     return added
 
 
-def do_accept_logs(project: Project, items: list[dict]) -> int:
-    """Store log records (GenAI message events) with their trace's spans; queued like spans."""
+def do_accept_logs(project: Project, decoded: otlp.Decoded) -> int:
+    """Store log records (GenAI message events, `otlp.parse_logs`) with their trace's spans; queued like
+    spans."""
+    items = decoded.items
     if not items:
         return 0
     now = timezone.now()
@@ -156,6 +192,9 @@ def arrivals(project: Project, trace_ids: list[int]) -> dict[int, datetime]:
 # What the project page shows -----------------------------------------------------------------------------
 
 
+_COUNTED_BATCHES = 100
+
+
 @dataclass(frozen=True, slots=True)
 class LiveStatus:
     pending_spans: int
@@ -167,10 +206,17 @@ class LiveStatus:
 
 def live_status(project: Project, *, recent: int = 10) -> LiveStatus:
     pending = PendingSpan.objects.filter(project=project, state=PendingSpan.State.PENDING)
-    counts = pending.aggregate(spans=Count("pk"), traces=Count("trace_id", distinct=True))
+    unread = SpanBatch.objects.filter(project=project)
+    unread_spans = unread.aggregate(n=Sum("spans"))["n"] or 0
+    # The traces of spans still in their request (not read by the task yet), each counted once with the
+    # spans of it already read; past a backlog of _COUNTED_BATCHES requests, those of the oldest only.
+    unread_traces: set[str] = set()
+    for trace_ids in unread.order_by("pk").values_list("trace_ids", flat=True)[:_COUNTED_BATCHES]:
+        unread_traces.update(trace_ids.split())
+    read = pending.exclude(trace_id__in=unread_traces) if unread_traces else pending
     return LiveStatus(
-        pending_spans=counts["spans"],
-        pending_traces=counts["traces"],
+        pending_spans=pending.count() + unread_spans,
+        pending_traces=read.aggregate(n=Count("trace_id", distinct=True))["n"] + len(unread_traces),
         recent_spans=list(
             PendingSpan.objects.filter(project=project)
             .only("trace_id", "span_id", "name", "received_at", "state", "parent_span_id")

@@ -6,7 +6,7 @@ from annotator.models.discovery import DiscoveryAnswer, DiscoveryRun
 from annotator.models.discussions import Comment, Mention, Thread
 from annotator.models.evolution import ModeRecheck, TaxonomyMigration
 from annotator.models.jobs import ImportJob, JobStatus
-from annotator.models.live import LiveSettings, LiveTrace, PendingLog, PendingSpan
+from annotator.models.live import LiveSettings, LiveTrace, PendingLog, PendingSpan, SpanBatch
 from annotator.models.llm import LLMConfig, LLMRun, LLMTraceResult, PromptTemplate
 from annotator.models.outcomes import OutcomeImport
 from annotator.models.projects import (
@@ -68,6 +68,7 @@ __all__ = [
     "ReportRows",
     "Role",
     "SavedView",
+    "SpanBatch",
     "TaxonomyMigration",
     "Thread",
     "TraceRepresentation",

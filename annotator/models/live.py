@@ -1,7 +1,7 @@
 """Live traces (annotator/live): spans sent to a project's OTLP endpoint, waiting or assembled.
 
-A request stores its spans as `PendingSpan` rows in one bulk insert and queues a task; the task groups the
-rows of a trace once it is complete (root ended, quiet for OTLP_TRACE_QUIET_SECONDS) into a `Trace`, and a
+A request stores its accepted spans as one `SpanBatch` row (the protobuf request itself) and queues a task;
+the task reads each batch into `PendingSpan` rows (one per span) and groups the rows of a trace once it is complete (root ended, quiet for OTLP_TRACE_QUIET_SECONDS) into a `Trace`, and a
 `LiveTrace` row remembers which trace id became which trace, so a span that arrives later extends it (before
 anyone labels it) or is kept and reported (after). `LiveSettings` holds a project's assignment choice.
 """
@@ -12,6 +12,23 @@ from django.db import models
 from django.db.models import Q
 
 from annotator.models.projects import Project
+
+
+class SpanBatch(models.Model):
+    """One export request's accepted spans, as received, until the assembly task reads them into PendingSpan
+    rows (and deletes the batch). The request stores one row rather than one per span: converting and
+    inserting 512 spans was most of a request's time, and the task does it off the request path."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="span_batches")
+    body = models.BinaryField()  # an ExportTraceServiceRequest (protobuf) holding only the accepted spans
+    spans = models.PositiveIntegerField()
+    # The distinct trace ids of those spans (hex, space-separated), so that the project page can count the
+    # traces waiting without reading the bodies.
+    trace_ids = models.TextField(blank=True)
+    received_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.spans} spans received at {self.received_at:%Y-%m-%d %H:%M:%S}"
 
 
 class PendingSpan(models.Model):
@@ -59,9 +76,16 @@ class PendingLog(models.Model):
     span_id = models.CharField(max_length=16)
     body = models.JSONField()  # {"resource", "scope", "log"} as OTLP/JSON
     received_at = models.DateTimeField()
+    # As a span's: pending until a trace has been assembled with it; a log record arriving after its trace
+    # was assembled rebuilds it like a late span (before labelling) or is held (after).
+    State = PendingSpan.State
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
 
     class Meta:
-        indexes = [models.Index(fields=["project", "trace_id"], name="live_log_trace_idx")]
+        indexes = [
+            models.Index(fields=["project", "trace_id"], name="live_log_trace_idx"),
+            models.Index(fields=["project", "state", "trace_id"], name="live_log_state_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"log of span {self.span_id} of trace {self.trace_id}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -11,15 +12,25 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from annotator.live import assembly, otlp, service
 from annotator.live.assembly import do_assemble_due, due_trace_ids
 from annotator.live.service import do_accept_spans, live_status
-from annotator.models import Assignment, LiveSettings, LiveTrace, PendingSpan
+from annotator.models import Assignment, LiveSettings, LiveTrace, PendingSpan, SpanBatch
 from annotator.services.annotations import do_save_draft
 from annotator.services.payload import AnnotationPayload
+from tests.importers import otel_shapes
 from tests.live import agent_run
 from traces.models import Trace
 
 
-def _items(spans) -> list[dict]:
-    return otlp.parse_traces(encode_spans(spans).SerializeToString(), otlp.PROTOBUF).items
+def _items(spans) -> otlp.Decoded:
+    return _accepted(encode_spans(spans))
+
+
+def _accepted(request) -> otlp.Decoded:
+    """What the endpoint accepts of an ExportTraceServiceRequest."""
+    return otlp.parse_traces(request.SerializeToString(), otlp.PROTOBUF)
+
+
+def _spans_of(request):
+    return [span for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
 
 
 def _root_and_children(run):
@@ -39,10 +50,13 @@ def test_a_trace_waits_for_its_root_and_a_quiet_window_when_a_worker_assembles(
     )  # the broker's part, tested elsewhere
     root, children = _root_and_children(agent_run.record_run())
     do_accept_spans(project, _items(children))
+    service.do_read_batches(project)  # the task's first step
     later = timezone.now() + timedelta(seconds=31)
 
+    assert PendingSpan.objects.count() == 3
     assert due_trace_ids(project.pk, later) == []  # no root yet
     do_accept_spans(project, _items([root]))
+    service.do_read_batches(project)
     assert due_trace_ids(project.pk) == []  # root here, but not quiet yet
     assert do_assemble_due(project.pk, later) == 1
     assert Trace.objects.in_project(project).get().step_count == 4
@@ -78,11 +92,11 @@ def test_a_run_sent_again_under_a_new_trace_id_is_the_same_content_and_one_trace
     first = agent_run.record_run()
     do_accept_spans(project, _items(first))
     trace = Trace.objects.get()
-    items = _items(first)
-    for item in items:
-        item["span"]["traceId"] = "ab" * 16
+    request = encode_spans(first)
+    for span in _spans_of(request):
+        span.trace_id = bytes.fromhex("ab" * 16)
     # The trace id is part of a trace's content (its external id), so a new id is a new trace ...
-    do_accept_spans(project, items)
+    do_accept_spans(project, _accepted(request))
     assert Trace.objects.count() == 2
     # ... while the same id and spans again is not.
     do_accept_spans(project, _items(first))
@@ -158,10 +172,11 @@ def test_the_projects_live_setting_decides_which_live_traces_get_annotators(proj
 def test_a_failed_run_is_assigned_when_the_project_assigns_failures(project):
     """The root span's ERROR status is the run's outcome: failure."""
     LiveSettings.objects.create(project=project, assign="failures")
-    items = _items(agent_run.record_run())
-    root = next(item for item in items if not item["span"].get("parentSpanId"))
-    root["span"]["status"] = {"code": "STATUS_CODE_ERROR", "message": "no seat left"}
-    do_accept_spans(project, items)
+    request = encode_spans(agent_run.record_run())
+    root = next(span for span in _spans_of(request) if not span.parent_span_id)
+    root.status.code = root.status.STATUS_CODE_ERROR
+    root.status.message = "no seat left"
+    do_accept_spans(project, _accepted(request))
 
     trace = Trace.objects.get()
     assert trace.outcome == "failure"
@@ -226,3 +241,66 @@ def test_spans_with_the_genai_semantic_conventions_map_to_steps(project):
     assert tool.content == "-3 C, snow"
     assert trace.model == "gpt-4.1"
     assert trace.system == "genai-agent"
+
+
+def test_spans_still_in_their_request_count_towards_the_queue_limit(project, monkeypatch, settings):
+    """With a worker, a request's spans wait as one row until the task reads them: they are waiting too."""
+    monkeypatch.setattr(service, "_queue_assembly", lambda project: None)
+    settings.OTLP_MAX_PENDING_SPANS = 6
+    do_accept_spans(project, _items(agent_run.record_run()))  # 4 spans, not read yet
+
+    with pytest.raises(service.QueueFull):
+        do_accept_spans(project, _items(agent_run.record_run(question="And a hotel?")))
+    assert SpanBatch.objects.get().spans == 4
+    status = live_status(project)
+    assert (status.pending_spans, status.pending_traces) == (4, 1)
+
+
+def test_the_project_page_counts_a_trace_once_when_part_of_it_is_not_read_yet(project, monkeypatch):
+    monkeypatch.setattr(service, "_queue_assembly", lambda project: None)
+    root, children = _root_and_children(agent_run.record_run())
+    do_accept_spans(project, _items(children))
+    service.do_read_batches(project)
+    do_accept_spans(project, _items([root]))  # still in its request
+    other = agent_run.record_run(question="And a hotel?")
+    do_accept_spans(project, _items(other))
+
+    status = live_status(project)
+
+    assert (status.pending_spans, status.pending_traces) == (8, 2)
+    assert len(status.recent_spans) == 3  # listed once the task has read them
+
+
+def test_late_log_records_rebuild_the_trace_once_they_are_quiet_when_a_worker_assembles(
+    project, monkeypatch, settings
+):
+    settings.OTLP_TRACE_QUIET_SECONDS = 30
+    monkeypatch.setattr(assembly, "is_eager", lambda: False)
+    monkeypatch.setattr(service, "_queue_assembly", lambda project: None)
+    spans, logs = otel_shapes.openai_v2_run()
+    do_accept_spans(project, otlp.parse_traces(json.dumps(spans).encode(), otlp.JSON))
+    later = timezone.now() + timedelta(seconds=31)
+    assert do_assemble_due(project.pk, later) == 1
+    trace = Trace.objects.get()
+    assert not trace.steps.filter(content="It is 18°C.").exists()
+
+    service.do_accept_logs(project, otlp.parse_logs(json.dumps(logs).encode(), otlp.JSON))
+
+    assert due_trace_ids(project.pk) == []  # not quiet yet
+    assert due_trace_ids(project.pk, timezone.now() + timedelta(seconds=31)) == [otel_shapes.TRACE]
+    assert do_assemble_due(project.pk, timezone.now() + timedelta(seconds=31)) == 1
+    assert Trace.objects.get() == trace
+    assert trace.steps.filter(role="user", content="What is the weather in Paris?").exists()
+    assert trace.steps.filter(role="assistant", content="It is 18°C.").exists()
+    assert due_trace_ids(project.pk, timezone.now() + timedelta(seconds=31)) == []  # joined once
+
+
+def test_the_sweep_reads_requests_whose_task_was_lost(project, monkeypatch):
+    monkeypatch.setattr(assembly, "is_eager", lambda: False)
+    monkeypatch.setattr(service, "_queue_assembly", lambda project: None)  # the task never comes
+    do_accept_spans(project, _items(agent_run.record_run()))
+
+    assembly.do_sweep()
+
+    assert not SpanBatch.objects.exists()
+    assert PendingSpan.objects.filter(project=project, state=PendingSpan.State.PENDING).count() == 4

@@ -11,9 +11,12 @@ from google.rpc.status_pb2 import Status
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from annotator.models import PendingSpan
+from annotator.models import Assignment, PendingLog, PendingSpan
+from annotator.services.annotations import do_save_draft
 from annotator.services.api_tokens import do_issue_ingest_token
+from annotator.services.payload import AnnotationPayload
 from tests.factories import ProjectFactory, add_member, api_token
+from tests.importers import otel_shapes
 from tests.live import agent_run
 from traces.importers import limits
 from traces.models import Trace
@@ -190,6 +193,29 @@ def test_a_span_tree_deeper_than_the_limit_is_rejected(project, ingest_key):
     partial = json.loads(response.content)["partialSuccess"]
     assert partial["rejectedSpans"] == "2"
     assert "IMPORT_MAX_DEPTH" in partial["errorMessage"]
+    stored = PendingSpan.objects.filter(project=project).values_list("name", flat=True)
+    assert sorted(stored) == sorted(f"level {i}" for i in range(10))
+
+
+def test_a_span_holding_a_nul_character_is_rejected_alone(project, ingest_key, run):
+    """PostgreSQL text cannot hold NUL: such a span is refused, however deep the NUL hides, and the
+    request's other spans are kept."""
+    request = encode_spans(run)
+    spans = request.resource_spans[0].scope_spans[0].spans
+    nested = spans[0].attributes.add(key="nested")
+    nested.value.kvlist_value.values.add(
+        key="deep", value={"array_value": {"values": [{"string_value": "a\0b"}]}}
+    )
+    spans[1].events.add(name="exception\0")
+
+    response = _post(project.slug, request.SerializeToString(), ingest_key, gzipped=True)
+
+    assert response.status_code == 200
+    partial = ExportTraceServiceResponse.FromString(response.content).partial_success
+    assert partial.rejected_spans == 2
+    assert "NUL" in partial.error_message
+    kept = {f"{span.context.span_id:016x}" for span in run[2:]}
+    assert set(PendingSpan.objects.filter(project=project).values_list("span_id", flat=True)) == kept
 
 
 def test_too_many_spans_in_one_request_is_413(project, ingest_key, run, settings):
@@ -282,3 +308,55 @@ def test_an_archived_project_takes_no_new_spans(project, ingest_key, run):
     assert response.status_code == 403
     assert "archived" in response.json()["detail"]
     assert not PendingSpan.objects.exists()
+
+
+def _llm_turns(trace: Trace) -> list[tuple[str, str]]:
+    return [(step.role, step.content) for step in trace.steps.order_by("index") if step.role in ROLES]
+
+
+ROLES = ("system", "user", "assistant", "tool")
+
+
+def test_genai_log_events_sent_after_the_spans_join_the_live_traces_llm_steps(project, ingest_key):
+    """The OpenAI instrumentation sends message content as log records, through its own exporter: they
+    arrive in a second request, here after the trace was assembled (no worker: as soon as its root came),
+    and rebuild it as late spans do, so the user's question and the model's answer are in its steps."""
+    spans, logs = otel_shapes.openai_v2_run()
+    sent = _post(project.slug, json.dumps(spans).encode(), ingest_key, kind="application/json")
+    assert sent.status_code == 200
+    trace = Trace.objects.in_project(project).get()
+    assert "What is the weather in Paris?" not in [content for _, content in _llm_turns(trace)]
+
+    response = _post(
+        project.slug, json.dumps(logs).encode(), ingest_key, kind="application/json", path="logs"
+    )
+
+    assert response.status_code == 200
+    assert json.loads(response.content) == {}
+    trace = Trace.objects.in_project(project).get()  # the same trace, rebuilt
+    assert _llm_turns(trace) == [
+        ("system", "You are a weather assistant."),
+        ("user", "What is the weather in Paris?"),
+        ("assistant", ""),  # the tool call
+        ("tool", "18°C and sunny"),
+        ("assistant", "It is 18°C."),
+    ]
+    assert trace.task == "What is the weather in Paris?"
+    assert set(project.live_logs.values_list("state", flat=True)) == {PendingLog.State.ASSEMBLED}
+
+
+def test_genai_log_events_after_labelling_started_are_held_not_merged(project, ingest_key, annotator_a):
+    spans, logs = otel_shapes.openai_v2_run()
+    _post(project.slug, json.dumps(spans).encode(), ingest_key, kind="application/json")
+    trace = Trace.objects.in_project(project).get()
+    before = _llm_turns(trace)
+    slot = Assignment.objects.get(project=project, trace=trace, annotator=annotator_a)
+    do_save_draft(slot, AnnotationPayload(note="the answer is missing"), actor=annotator_a, base_version=0)
+
+    response = _post(
+        project.slug, json.dumps(logs).encode(), ingest_key, kind="application/json", path="logs"
+    )
+
+    assert response.status_code == 200
+    assert _llm_turns(Trace.objects.in_project(project).get()) == before
+    assert set(project.live_logs.values_list("state", flat=True)) == {PendingLog.State.HELD}

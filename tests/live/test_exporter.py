@@ -10,7 +10,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from annotator.live import service
-from annotator.models import LiveTrace, PendingSpan
+from annotator.models import LiveTrace, PendingSpan, SpanBatch
 from annotator.services.api_tokens import do_issue_ingest_token
 from annotator.services.enqueue import celery_app
 from tests.live import agent_run
@@ -92,6 +92,7 @@ def test_when_the_broker_is_down_the_exporter_is_told_to_retry_and_nothing_is_lo
         )
         sender.start()
         assert refused.wait(timeout=30), "the endpoint never refused while the broker was down"
+        assert not SpanBatch.objects.filter(project=project).exists()  # the request's row rolled back
         assert not PendingSpan.objects.filter(project=project).exists()
         back()
         sender.join(timeout=30)

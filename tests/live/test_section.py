@@ -81,7 +81,7 @@ def test_the_assignment_choice_is_saved_and_a_bad_one_is_explained(project, owne
 
 def test_the_last_spans_received_and_late_spans_are_listed(project, owner):
     run = agent_run.record_run()
-    do_accept_spans(project, otlp.parse_traces(encode_spans(run).SerializeToString(), otlp.PROTOBUF).items)
+    do_accept_spans(project, otlp.parse_traces(encode_spans(run).SerializeToString(), otlp.PROTOBUF))
 
     body = _client(owner).get(f"/p/{project.slug}/live/spans/", **HTMX).content.decode()
 
@@ -91,9 +91,9 @@ def test_the_last_spans_received_and_late_spans_are_listed(project, owner):
 
 
 def test_span_names_are_escaped(project, owner):
-    items = otlp.parse_traces(encode_spans(agent_run.record_run()).SerializeToString(), otlp.PROTOBUF).items
-    items[0]["span"]["name"] = "<script>alert(1)</script>"
-    do_accept_spans(project, items)
+    request = encode_spans(agent_run.record_run())
+    request.resource_spans[0].scope_spans[0].spans[0].name = "<script>alert(1)</script>"
+    do_accept_spans(project, otlp.parse_traces(request.SerializeToString(), otlp.PROTOBUF))
 
     body = _client(owner).get(f"/p/{project.slug}/live/spans/", **HTMX).content.decode()
 
@@ -102,8 +102,8 @@ def test_span_names_are_escaped(project, owner):
 
 
 def test_the_trace_list_marks_live_traces_with_their_arrival_time(project, owner):
-    items = otlp.parse_traces(encode_spans(agent_run.record_run()).SerializeToString(), otlp.PROTOBUF).items
-    do_accept_spans(project, items)
+    request = encode_spans(agent_run.record_run())
+    do_accept_spans(project, otlp.parse_traces(request.SerializeToString(), otlp.PROTOBUF))
 
     body = _client(owner).get(f"/p/{project.slug}/traces/").content.decode()
 
