@@ -19,8 +19,8 @@ import csv
 import io
 import json
 import math
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from traces.importers.limits import MB, LimitExceeded, Limits, check_json_bytes
@@ -97,6 +97,42 @@ def parse_outcomes(data: bytes, filename: str = "", *, strict: bool = True) -> P
     if not good and not problems:
         raise OutcomeFileError(["the file holds no records"])
     return ParsedFile(fmt, tuple(good), tuple(problems))
+
+
+def parse_outcome_files(files: Sequence[tuple[str, bytes]]) -> ParsedFile:
+    """Several results files read as one (a SWE-bench run's per-instance report.json files, a folder of
+    CSVs), as `parse_outcomes(strict=False)` reads one: each record's place is prefixed with its file's name,
+    and an id given in two files is a problem, as one given twice in a file is. At most MAX_BYTES in all."""
+    if len(files) == 1:
+        name, data = files[0]
+        return parse_outcomes(data, name, strict=False)
+    total = sum(len(data) for _, data in files)
+    if total > MAX_BYTES:
+        raise OutcomeFileError([f"the files hold {total:,} bytes; at most {MAX_BYTES:,} in all"])
+    records: list[OutcomeRecord] = []
+    problems: list[str] = []
+    formats: list[str] = []
+    first: dict[str, str] = {}
+    for name, data in files:
+        try:
+            parsed = parse_outcomes(data, name, strict=False)
+        except OutcomeFileError as error:
+            problems += [f"{name}: {problem}" for problem in error.problems]
+            continue
+        formats += [parsed.format] if parsed.format not in formats else []
+        problems += [f"{name}: {problem}" for problem in parsed.problems]
+        for record in parsed.records:
+            where = f"{name}: {record.where}"
+            if first.get(record.external_id, name) != name:
+                problems.append(
+                    f"{where}: {record.external_id!r:.80} is given again (first: {first[record.external_id]})"
+                )
+                continue
+            first.setdefault(record.external_id, name)
+            records.append(replace(record, where=where))
+    if not records and not problems:
+        raise OutcomeFileError(["the files hold no records"])
+    return ParsedFile("+".join(formats), tuple(records), tuple(problems))
 
 
 def _sniffed(text: str, name: str) -> tuple[list, str]:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from django.db import transaction
 
 from annotator.models import OutcomeImport, Project
-from annotator.outcomes.parse import OutcomeFileError, OutcomeRecord, ParsedFile, parse_outcomes
+from annotator.outcomes.parse import OutcomeFileError, OutcomeRecord, ParsedFile, parse_outcome_files
 from traces.models import Trace
 
 log = logging.getLogger(__name__)
@@ -39,19 +40,22 @@ class OutcomeResult:
 
 def do_import_outcomes(
     project: Project,
-    data: bytes,
+    data: bytes = b"",
     *,
     filename: str = "",
+    files: Sequence[tuple[str, bytes]] = (),
     actor=None,
     dry_run: bool = False,
     ignore_unknown: bool = False,
 ) -> OutcomeResult:
-    """Apply the results file `data` to `project`'s traces in one transaction (nothing with `dry_run`).
-    OutcomeFileError lists every bad record; then nothing has changed. `ignore_unknown`: ids the project
-    does not hold are skipped (counted) rather than refused, for a benchmark's report of a whole run when
-    the project holds part of it. The caller checked the actor may change the project's traces (owners:
-    annotator.access MANAGE_ROLES)."""
-    parsed = parse_outcomes(data, filename, strict=False)
+    """Apply the results file `data` (or several, `files` of (name, bytes), read as one) to `project`'s
+    traces in one transaction (nothing with `dry_run`). OutcomeFileError lists every bad record; then nothing
+    has changed. `ignore_unknown`: ids the project does not hold are skipped (counted) rather than refused,
+    for a benchmark's report of a whole run when the project holds part of it. The caller checked the actor
+    may change the project's traces (owners: annotator.access MANAGE_ROLES)."""
+    files = files or [(filename, data)]
+    filename = filename or (files[0][0] if len(files) == 1 else f"{len(files)} files")
+    parsed = parse_outcome_files(files)
     with transaction.atomic():
         traces = _project_traces(project, parsed, ignore_unknown=ignore_unknown)
         records = [record for record in parsed.records if record.external_id in traces]

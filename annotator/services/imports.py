@@ -31,7 +31,6 @@ from annotator.services.label_import import (
     do_import_annotations,
     voted_modes,
 )
-from annotator.similar.service import schedule_update
 from traces.importers import storable
 from traces.models import Trace
 from traces.services import FileResult, ImportFailed, ImportResult, ProgressCallback, do_import_files
@@ -98,7 +97,11 @@ def do_import_traces(
             raise ImportFailed(result) from error
         do_assign(project)
         if result.traces or result.added_to_project:
-            schedule_update(project)  # the new traces' vectors for similar traces, after commit
+            # The new traces' vectors for similar traces, after commit. Imported here: it brings numpy and
+            # scikit-learn's neighbours, which an import command's start-up never needs.
+            from annotator.similar.service import schedule_update
+
+            schedule_update(project)
     return result, labels
 
 

@@ -279,6 +279,12 @@ def test_every_operation_answers_its_documented_shapes(
         o, "post", f"{api}/discovery/gate/", 400, {**gate, "changes": [{"op": "retire", "code": "FM-1.1"}]}
     )
 
+    # Similar traces: the representation's state (owners, adjudicators, annotators), a build (owners).
+    expect(o, "get", f"{api}/similar/", 200)
+    with django_capture_on_commit_callbacks(execute=True):
+        expect(o, "post", f"{api}/similar/", 202)
+    expect(a, "post", f"{api}/similar/", 403)
+
     # Imports and exports (owners): eager Celery runs the job on commit.
     with django_capture_on_commit_callbacks(execute=True):
         job = expect(

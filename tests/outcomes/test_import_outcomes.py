@@ -96,6 +96,29 @@ def test_the_command_imports_and_reports(coding_project, tmp_path):
     assert outcomes_of(coding_project)["sympy__sympy-20590"][0] == "failure"
 
 
+def test_a_folder_of_per_instance_reports_is_read_as_one_file(coding_project, tmp_path):
+    """SWE-bench's harness writes one report.json per instance under logs/run_evaluation/...: the folder is
+    one results file, all or nothing."""
+    run = tmp_path / "logs" / "run_evaluation" / "my-run"
+    for instance, resolved in (("django__django-11099", True), ("sympy__sympy-20590", False)):
+        (run / instance).mkdir(parents=True)
+        (run / instance / "report.json").write_text(json.dumps({instance: {"resolved": resolved}}))
+        (run / instance / "run_instance.log").write_text("not a report")
+    call_command("import_outcomes", coding_project.slug, str(tmp_path / "logs"), stdout=StringIO())
+    outcomes = outcomes_of(coding_project)
+    assert outcomes["django__django-11099"][0] == "success" and outcomes["sympy__sympy-20590"][0] == "failure"
+
+    (run / "again").mkdir()
+    (run / "again" / "report.json").write_text(json.dumps({"django__django-11099": {"resolved": False}}))
+    with pytest.raises(
+        CommandError,
+        match=r"django__django-11099/report.json: record 'django__django-11099': .* given again "
+        r"\(first: again/report.json",
+    ):
+        call_command("import_outcomes", coding_project.slug, str(tmp_path / "logs"))
+    assert outcomes_of(coding_project)["django__django-11099"][0] == "success"
+
+
 def test_the_command_names_the_bad_record_and_changes_nothing(coding_project, tmp_path):
     path = tmp_path / "scores.csv"
     path.write_text("external_id,outcome,score\ndjango__django-11099,success,x\n")

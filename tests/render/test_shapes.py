@@ -3,7 +3,6 @@ folded, every shape escaped and bounded. traces.render is pure: no database here
 
 from __future__ import annotations
 
-import time
 from html.parser import HTMLParser
 
 import pytest
@@ -178,7 +177,6 @@ def test_hostile_text_stays_text_in_every_shape(value):
 def test_a_ten_megabyte_argument_renders_a_bounded_block_and_says_what_was_cut():
     many_lines = "x = 1\n" * 2_000_000  # 12 MB
     one_line = "y" * 10_000_000
-    start = time.process_time()
     for value in (
         {"file_text": many_lines},
         {"old_str": many_lines, "new_str": many_lines + "z"},
@@ -188,9 +186,7 @@ def test_a_ten_megabyte_argument_renders_a_bounded_block_and_says_what_was_cut()
     ):
         html = blocks_html(argument_blocks(value))
         assert len(html) < 40 * MAX_CHARS and "Cut: " in html
-    # Not a timing assertion: work is bounded by line/char caps; this only catches an unbounded path
-    # (a full parse of 60 MB of input would take many seconds).
-    assert time.process_time() - start < 5
+    # How long this takes is measured in bench/bench_viewer.py, not asserted here.
 
 
 def test_control_characters_and_bidi_overrides_are_shown_not_passed_through():

@@ -1,10 +1,15 @@
+import os
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.management.paths import expand_paths
 from annotator.models import Project
 from annotator.outcomes.parse import MAX_BYTES, OutcomeFileError
 from annotator.outcomes.service import do_import_outcomes
+
+# Inside a folder only these are read (a README beside the reports is not one).
+OUTCOME_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".csv"})
 
 
 class Command(BaseCommand):
@@ -22,7 +27,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("slug", help="The project's slug")
         parser.add_argument(
-            "file", type=Path, help=f"The results file (.json, .jsonl, .csv; at most {MAX_BYTES:,} bytes)"
+            "file",
+            type=Path,
+            nargs="+",
+            help=f"Results files (.json, .jsonl, .csv; at most {MAX_BYTES:,} bytes in all) or folders of them "
+            "(walked recursively, e.g. a SWE-bench run's logs with one report.json per instance), read as one "
+            "file: all or nothing",
         )
         parser.add_argument(
             "--ignore-unknown",
@@ -34,28 +44,42 @@ class Command(BaseCommand):
             "--dry-run", action="store_true", help="Check the file and say what would change; change nothing"
         )
 
-    def handle(self, *args, slug: str, file: Path, dry_run: bool, ignore_unknown: bool, **options):
+    def handle(
+        self, *args, slug: str, file: list[Path], dry_run: bool, ignore_unknown: bool, **options
+    ) -> None:
         project = Project.objects.filter(slug=slug).first()
         if project is None:
             raise CommandError(f"No project {slug!r}", returncode=2)
+        paths = list(expand_paths(file, OUTCOME_SUFFIXES))
+        files: list[tuple[str, bytes]] = []
+        total = 0
+        for path in paths:
+            try:
+                total += path.stat().st_size
+                if total > MAX_BYTES:
+                    raise CommandError(
+                        f"Nothing changed: the files hold more than {MAX_BYTES:,} bytes", returncode=1
+                    )
+                # Named by the path under the folder given, so report.json files of instances stay apart.
+                files.append((_name(path, paths), path.read_bytes()))
+            except OSError as error:
+                raise CommandError(f"Cannot read {path.name}: {error.strerror}", returncode=2) from None
+        named = f"{files[0][0]} has" if len(files) == 1 else f"{len(files)} files have"
         try:
-            if file.stat().st_size > MAX_BYTES:
-                raise CommandError(
-                    f"Nothing changed: {file.name} is larger than {MAX_BYTES:,} bytes", returncode=1
-                )
-            data = file.read_bytes()
-        except OSError as error:
-            raise CommandError(f"Cannot read {file.name}: {error.strerror}", returncode=2) from None
-        try:
-            result = do_import_outcomes(
-                project, data, filename=file.name, dry_run=dry_run, ignore_unknown=ignore_unknown
-            )
+            result = do_import_outcomes(project, files=files, dry_run=dry_run, ignore_unknown=ignore_unknown)
         except OutcomeFileError as error:
             lines = "\n".join(f"  {problem}" for problem in error.problems[:50])
             more = len(error.problems) - 50
             tail = f"\n  and {more} more" if more > 0 else ""
             raise CommandError(
-                f"Nothing changed: {file.name} has {len(error.problems)} problem(s):\n{lines}{tail}"
+                f"Nothing changed: {named} {len(error.problems)} problem(s):\n{lines}{tail}"
             ) from None
         prefix = "Dry run, nothing changed: " if dry_run else ""
         self.stdout.write(prefix + result.summary())
+
+
+def _name(path: Path, paths: list[Path]) -> str:
+    if len(paths) == 1:
+        return path.name
+    common = Path(os.path.commonpath([p.parent for p in paths]))
+    return path.relative_to(common).as_posix()
