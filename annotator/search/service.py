@@ -299,7 +299,23 @@ def _state_q(ctx: _Context, state: str) -> Q:
 
 
 def _disputed_q(ctx: _Context, code: str) -> Q:
-    """Among the submitted annotations that fill the overlap, one names the mode and another does not."""
+    """Among the submitted annotations that fill the overlap, one names the mode and another does not. On
+    PostgreSQL an index range of the dispute summary (migration annotator 0041, kept by triggers on every
+    label write and rater change); elsewhere (SQLite) the label tables, read twice."""
+    if _is_postgres():
+        # Imported raters' annotations fill the overlap by a project setting: their counts are kept apart.
+        chose, lacked = (
+            ("d.chose + d.chose_imported", "d.lacked + d.lacked_imported")
+            if ctx.project.imported_labels_count_toward_overlap
+            else ("d.chose", "d.lacked")
+        )
+        return Q(
+            pk__in=RawSQL(
+                "SELECT d.trace_id FROM annotator_searchdispute d WHERE d.project_id = %s AND d.mode_id = %s "
+                f"AND {chose} > 0 AND {lacked} > 0",
+                [ctx.project.pk, ctx.modes[code]],
+            )
+        )
     has = ctx.labels(code).filter(annotation__in=ctx.submitted(filling=True).values("pk"))
     lacks = ctx.submitted(filling=True).exclude(
         pk__in=LabelApplication.objects.filter(mode_id=ctx.modes[code]).values("annotation_id")
