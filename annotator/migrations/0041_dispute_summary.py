@@ -129,7 +129,12 @@ TRIGGERS = [
 
 
 def _forward() -> list[str]:
-    statements = [TABLE, REFRESH]
+    statements = [
+        TABLE,
+        # A rater's kind changing finds that rater's annotations (an import creates its raters one by one).
+        "CREATE INDEX labelsummary_annotator_idx ON annotator_labelsummary (annotator_id)",
+        REFRESH,
+    ]
     for name, table, event, tables, body in TRIGGERS:
         statements.append(
             f"CREATE FUNCTION annotator_searchdispute_{name}() RETURNS trigger AS $$ "
@@ -153,6 +158,7 @@ def _backward() -> list[str]:
         statements.append(f"DROP FUNCTION IF EXISTS annotator_searchdispute_{name}()")
     statements += [
         "DROP FUNCTION IF EXISTS annotator_searchdispute_refresh(bigint[], bigint[])",
+        "DROP INDEX IF EXISTS labelsummary_annotator_idx",
         "DROP TABLE IF EXISTS annotator_searchdispute",
     ]
     return statements
