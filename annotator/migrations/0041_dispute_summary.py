@@ -16,7 +16,11 @@ traces a rater's kind changed for (a user may become an imported or model rater 
 SQLite (the embedded demo) has none of this: its filter reads the label tables (annotator.search.service).
 """
 
+import importlib
+
 from django.db import migrations
+
+_search_summaries = importlib.import_module("annotator.migrations.0035_search_summaries")
 
 TABLE = """
 CREATE TABLE annotator_searchdispute (
@@ -32,16 +36,13 @@ CREATE TABLE annotator_searchdispute (
 """
 
 # The same rule as the filter's SQLite path: submitted work annotations of the trace in the project, less
-# language models' (a user without a rater row is a human).
-REFRESH = r"""
-CREATE FUNCTION annotator_searchdispute_refresh(projects bigint[], traces bigint[]) RETURNS void AS $$
-BEGIN
-    EXECUTE $q$
+# language models' (a user without a rater row is a human). `$1`, `$2`: the project and trace ids.
+_DELETE = """
     DELETE FROM annotator_searchdispute d
     USING (SELECT DISTINCT p, t FROM unnest($1, $2) AS u(p, t)) c
     WHERE d.project_id = c.p AND d.trace_id = c.t
-    $q$ USING projects, traces;
-    EXECUTE $q$
+"""
+_INSERT = """
     WITH c AS (SELECT DISTINCT p, t FROM unnest($1, $2) AS u(p, t)),
     a AS (
         SELECT s.project_id, s.trace_id, s.annotation_id, COALESCE(r.kind = 'imported', false) AS imported
@@ -63,9 +64,44 @@ BEGIN
         (project_id, mode_id, trace_id, chose, lacked, chose_imported, lacked_imported)
     SELECT ch.project_id, ch.mode_id, ch.trace_id, ch.n, t.n - ch.n, ch.n_imported, t.n_imported - ch.n_imported
     FROM chosen ch JOIN total t ON t.project_id = ch.project_id AND t.trace_id = ch.trace_id
-    $q$ USING projects, traces;
-END $$ LANGUAGE plpgsql
 """
+# As the label summary's refresh (migration 0024): a few pairs (an annotation saved) by static statements
+# planned once per connection (planning them anew took most of each call: a taxonomy migration's thousands
+# of per-annotation writes ran 1.6x longer with it); many (a COPY, an import, the backfill) by EXECUTE,
+# planned with the arrays at hand.
+SMALL = 100
+
+
+def _refresh(name: str, delete: str, insert: str) -> str:
+    small = "".join(
+        f"{sql.replace('unnest($1, $2)', 'unnest(projects, traces)')};" for sql in (delete, insert)
+    )
+    bulk = "".join(f"EXECUTE $q${sql}$q$ USING projects, traces;" for sql in (delete, insert))
+    return f"""
+CREATE OR REPLACE FUNCTION {name}(projects bigint[], traces bigint[]) RETURNS void AS $$
+BEGIN
+    IF cardinality(projects) = 0 THEN
+        RETURN;
+    END IF;
+    IF cardinality(projects) <= {SMALL} THEN
+        {small}
+        RETURN;
+    END IF;
+    {bulk}
+END $$ LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan
+"""
+
+
+REFRESH = _refresh("annotator_searchdispute_refresh", _DELETE, _INSERT)
+
+
+def _evidence_refresh() -> str:
+    """The evidence summary's refresh of migration 0035, the same queries, split the same way."""
+    steps = _search_summaries.REFRESH.split("EXECUTE $q$")
+    delete, insert = (step.split("$q$ USING projects, traces;", 1)[0] for step in steps[1:3])
+    assert "unnest($1, $2)" in delete and "unnest($1, $2)" in insert
+    return _refresh("annotator_searchevidence_refresh", delete, insert)
+
 
 # (function, table, event, transition tables, body)
 _PAIRS_OF_USERS = """
@@ -134,6 +170,7 @@ def _forward() -> list[str]:
         # A rater's kind changing finds that rater's annotations (an import creates its raters one by one).
         "CREATE INDEX labelsummary_annotator_idx ON annotator_labelsummary (annotator_id)",
         REFRESH,
+        _evidence_refresh(),
     ]
     for name, table, event, tables, body in TRIGGERS:
         statements.append(
@@ -157,6 +194,7 @@ def _backward() -> list[str]:
         statements.append(f"DROP TRIGGER IF EXISTS searchdispute_{name} ON {table}")
         statements.append(f"DROP FUNCTION IF EXISTS annotator_searchdispute_{name}()")
     statements += [
+        _search_summaries.REFRESH.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1),
         "DROP FUNCTION IF EXISTS annotator_searchdispute_refresh(bigint[], bigint[])",
         "DROP INDEX IF EXISTS labelsummary_annotator_idx",
         "DROP TABLE IF EXISTS annotator_searchdispute",
