@@ -80,7 +80,7 @@ RANKED_WORD = f"""
 """
 # The `tool_args` filter on PostgreSQL: the traces' tool arguments (traces_tracesearch, migration traces
 # 0013; one step's per line, so a text without a newline matches within one step's), and the steps of the
-# traces still pending; ORed, as the search's two parts. The %s is the LIKE pattern, compared as Django's
+# traces still pending, ORed in while any is (annotator.search.service). The %s is the LIKE pattern, as Django's
 # icontains compares: the stored `UPPER(tool_args)` of migration traces 0014 (trigram-indexed) against the
 # pattern upper-cased.
 TOOL_ARGS_TRACES = "SELECT ts.trace_id FROM traces_tracesearch ts WHERE ts.tool_args_folded LIKE UPPER(%s)"
