@@ -25,12 +25,14 @@ commit is timed on its own row (a worker runs it in the background).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 from _setup import goal, setup_django, table
@@ -91,6 +93,47 @@ SEARCHES = [
     "q=kubectl+delete",
     "q=timeout&model=gpt-4o",
     "q=namespace+production&ordering=-score",
+]
+
+
+@contextlib.contextmanager
+def _disputed_from_label_tables():
+    """`disputed_mode` as it was before the dispute summary (migration annotator 0041): the label tables,
+    read twice (the path SQLite still takes)."""
+    from annotator.search import service
+
+    summary = service._disputed_q
+
+    def label_tables(ctx, code):
+        with mock.patch.object(service, "_is_postgres", lambda: False):
+            return summary(ctx, code)
+
+    with mock.patch.object(service, "_disputed_q", label_tables):
+        yield
+
+
+@contextlib.contextmanager
+def _tool_args_upper_cased_per_request():
+    """`tool_args` as it was before migration traces 0014: every row's text upper-cased on each request, ORed
+    with the pending traces' steps whether any were pending or not."""
+    from annotator.search import service
+
+    old_sql = "SELECT ts.trace_id FROM traces_tracesearch ts WHERE UPPER(ts.tool_args) LIKE UPPER(%s)"
+    with (
+        mock.patch.object(service, "TOOL_ARGS_TRACES", old_sql),
+        mock.patch.object(service, "any_pending", lambda: True),
+    ):
+        yield
+
+
+BEFORE = [
+    ("disputed_mode=FM-1.5", "label tables", _disputed_from_label_tables),
+    (
+        "benchmark=ITBench&state=in_adjudication&disputed_mode=FM-1.5",
+        "label tables",
+        _disputed_from_label_tables,
+    ),
+    ("tool_args=prod", "UPPER per row", _tool_args_upper_cased_per_request),
 ]
 
 
@@ -329,6 +372,13 @@ def measure_queries(project, args) -> None:
             else:
                 worst_filter = max(worst_filter, ms)
 
+    # The paths these filters took before their summaries, in this run: the row to compare with.
+    for query, label, path in BEFORE:
+        with path():
+            ms = _timed(page(query), args.repeat)
+            count = page(query)()["count"]
+        rows.append((f"(before: {label}) {query}", f"{ms:.1f}", f"{ms / baseline:.2f}x", f"{count:,}", ""))
+
     # The search's own baseline: the same words by ILIKE over every step, no index.
     def ilike():
         steps = Step.objects.filter(content__icontains="kubectl").filter(content__icontains="delete")
@@ -353,11 +403,12 @@ def measure_queries(project, args) -> None:
             "pg_size_pretty(pg_relation_size('traces_stepsearch_vector')), "
             "pg_size_pretty(pg_total_relation_size('traces_traceword')), "
             "pg_size_pretty(pg_total_relation_size('traces_tracesearch')), "
-            "pg_size_pretty(pg_total_relation_size('annotator_searchevidence'))"
+            "pg_size_pretty(pg_total_relation_size('annotator_searchevidence')), "
+            "pg_size_pretty(pg_total_relation_size('annotator_searchdispute'))"
         )
         print(
-            "step search table / its GIN index / word rows with indexes / tool arguments / evidence summary: "
-            "{} / {} / {} / {} / {}".format(*cursor.fetchone())
+            "step search table / its GIN index / word rows with indexes / tool arguments / evidence summary / "
+            "dispute summary: {} / {} / {} / {} / {} / {}".format(*cursor.fetchone())
         )
     size = f"{args.traces:,} traces"
     goal(

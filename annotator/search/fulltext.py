@@ -23,6 +23,13 @@ def one_word(q: str) -> str | None:
     return words[0] if words and len(words) == 1 else None
 
 
+def any_pending() -> bool:
+    """Whether some trace's steps are not indexed yet (an import whose indexing task has not run)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT EXISTS (SELECT 1 FROM traces_searchpending)")
+        return cursor.fetchone()[0]
+
+
 def ranked_matches(q: str) -> tuple[str, list, bool]:
     """The SQL of the traces matching `q` with a rank each (trace_id, rank), its parameters, and whether a
     trace has several rows (the best counts): one a trace for one word (the word's rows), one a matching
@@ -73,9 +80,10 @@ RANKED_WORD = f"""
 """
 # The `tool_args` filter on PostgreSQL: the traces' tool arguments (traces_tracesearch, migration traces
 # 0013; one step's per line, so a text without a newline matches within one step's), and the steps of the
-# traces still pending; ORed, as the search's two parts. The %s is the LIKE pattern, compared as Django's
-# icontains compares.
-TOOL_ARGS_TRACES = "SELECT ts.trace_id FROM traces_tracesearch ts WHERE UPPER(ts.tool_args) LIKE UPPER(%s)"
+# traces still pending, ORed in while any is (annotator.search.service). The %s is the LIKE pattern, as Django's
+# icontains compares: the stored `UPPER(tool_args)` of migration traces 0014 (trigram-indexed) against the
+# pattern upper-cased.
+TOOL_ARGS_TRACES = "SELECT ts.trace_id FROM traces_tracesearch ts WHERE ts.tool_args_folded LIKE UPPER(%s)"
 PENDING_TOOL_ARGS = """
     SELECT st.trace_id FROM traces_searchpending p JOIN traces_step st ON st.trace_id = p.trace_id
     WHERE UPPER(st.tool_args::text) LIKE UPPER(%s)

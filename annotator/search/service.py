@@ -43,6 +43,7 @@ from annotator.search.fulltext import (
     TOOL_ARGS_TRACES,
     WORD_IN_RANK_ORDER,
     WORD_TRACES,
+    any_pending,
     one_word,
     ranked_matches,
 )
@@ -166,9 +167,12 @@ def _content_filtered(access: ProjectAccess, flt: TraceFilter) -> QuerySet[Trace
         traces = traces.alias(**{alias: KeyTransform(key, "metadata")}).filter(_meta_q(alias, value))
     if flt.tool_args and not flt.tool and _is_postgres() and "\n" not in flt.tool_args:
         pattern = f"%{connection.ops.prep_for_like_query(flt.tool_args)}%"
-        traces = traces.filter(
-            Q(pk__in=RawSQL(TOOL_ARGS_TRACES, [pattern])) | Q(pk__in=RawSQL(PENDING_TOOL_ARGS, [pattern]))
-        )
+        matching = Q(pk__in=RawSQL(TOOL_ARGS_TRACES, [pattern]))
+        if any_pending():
+            matching |= Q(pk__in=RawSQL(PENDING_TOOL_ARGS, [pattern]))
+        # Alone (nothing pending, the usual case), the subquery is a semi-join the planner may walk in id
+        # order: the first page of a pattern nearly every trace matches reads 50 rows, not all of them.
+        traces = traces.filter(matching)
     elif flt.tool or flt.tool_args:
         steps = Step.objects.all()
         if flt.tool:
@@ -299,7 +303,23 @@ def _state_q(ctx: _Context, state: str) -> Q:
 
 
 def _disputed_q(ctx: _Context, code: str) -> Q:
-    """Among the submitted annotations that fill the overlap, one names the mode and another does not."""
+    """Among the submitted annotations that fill the overlap, one names the mode and another does not. On
+    PostgreSQL an index range of the dispute summary (migration annotator 0041, kept by triggers on every
+    label write and rater change); elsewhere (SQLite) the label tables, read twice."""
+    if _is_postgres():
+        # Imported raters' annotations fill the overlap by a project setting: their counts are kept apart.
+        chose, lacked = (
+            ("d.chose + d.chose_imported", "d.lacked + d.lacked_imported")
+            if ctx.project.imported_labels_count_toward_overlap
+            else ("d.chose", "d.lacked")
+        )
+        return Q(
+            pk__in=RawSQL(
+                "SELECT d.trace_id FROM annotator_searchdispute d WHERE d.project_id = %s AND d.mode_id = %s "
+                f"AND {chose} > 0 AND {lacked} > 0",
+                [ctx.project.pk, ctx.modes[code]],
+            )
+        )
     has = ctx.labels(code).filter(annotation__in=ctx.submitted(filling=True).values("pk"))
     lacks = ctx.submitted(filling=True).exclude(
         pk__in=LabelApplication.objects.filter(mode_id=ctx.modes[code]).values("annotation_id")
@@ -521,10 +541,9 @@ class RankedTraces:
         if stop - start <= 0:
             return []
         scope = self.scope.order_by()
+        if any_pending():
+            return None
         with connection.cursor() as cursor:
-            cursor.execute("SELECT EXISTS (SELECT 1 FROM traces_searchpending)")
-            if cursor.fetchone()[0]:
-                return None
             kept: list[int] = []
             for offset in range(0, WALK_ROWS, WALK_CHUNK):
                 cursor.execute(WORD_IN_RANK_ORDER, [word, WALK_CHUNK, offset])

@@ -205,3 +205,29 @@ def test_the_tool_args_filter_reads_one_step_s_arguments_at_a_time(project, owne
         assert tool_args("100%") == []
         assert tool_args('"get"}{"ns"') == []  # across two steps: no step has it
         assert tool_args('get"}\n{"ns') == []
+
+
+def test_the_tool_args_filter_finds_indexed_and_pending_traces_together(project, owner_client):
+    def calls(external_id: str, args: dict) -> Trace:
+        trace = project_trace(project, 2, external_id=external_id)
+        Step.objects.filter(trace=trace, index=1).update(kind="tool_call", tool_name="bash", tool_args=args)
+        return trace
+
+    calls("indexed", {"cmd": "helm upgrade PROD"})
+    assert index_pending() == 1
+    calls("pending", {"cmd": "helm rollback prod"})
+    calls("other", {"cmd": "ls"})
+
+    def tool_args(text: str) -> list[str]:
+        response = owner_client.get(URL, {"tool_args": text})
+        assert response.status_code == 200, response.content
+        body = response.json()
+        assert body["count"] == len(body["results"])
+        return sorted(row["external_id"] for row in body["results"])
+
+    assert pending_count() == 2
+    assert tool_args("prod") == ["indexed", "pending"]
+    assert tool_args("HELM UP") == ["indexed"]
+    index_pending()
+    assert tool_args("prod") == ["indexed", "pending"]
+    assert tool_args("Rollback") == ["pending"]
