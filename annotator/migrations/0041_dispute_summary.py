@@ -210,7 +210,7 @@ def _run(apps, schema_editor, forward: bool) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("annotator", "0035_search_summaries")]
+    dependencies = [("annotator", "0042_live_batches")]
 
     operations = [
         migrations.RunPython(
