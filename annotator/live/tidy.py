@@ -29,10 +29,9 @@ CHUNK_TRACES = 200  # per transaction: short locks, bounded statements
 _CONSUMED = PendingSpan.State.ASSEMBLED
 
 
-def tidy_candidates(now: datetime | None = None, limit: int = TIDY_TRACES) -> list[tuple[int, str]]:
-    """(project id, trace id) of live traces whose consumed spans or logs may go: labelling has started,
-    or the last span is older than OTLP_KEEP_SPANS_DAYS; none with spans or logs still waiting."""
-    now = now or timezone.now()
+def _candidates(now: datetime):
+    """Live traces whose consumed spans may go: labelling has started, or the last span is older than
+    OTLP_KEEP_SPANS_DAYS; none with spans or logs still waiting."""
     cutoff = now - timedelta(days=settings.OTLP_KEEP_SPANS_DAYS)
 
     def rows(model, state):
@@ -41,44 +40,47 @@ def tidy_candidates(now: datetime | None = None, limit: int = TIDY_TRACES) -> li
         )
 
     labelled = Annotation.objects.filter(assignment__trace_id=OuterRef("trace_id"))
-    return list(
-        LiveTrace.objects.filter(Exists(rows(PendingSpan, _CONSUMED)) | Exists(rows(PendingLog, _CONSUMED)))
+    # Driven by the consumed spans (a semi-join the planner can run from that shrinking set). Consumed log
+    # records never outlive their trace's consumed spans: delete_consumed deletes both together.
+    return (
+        LiveTrace.objects.filter(Exists(rows(PendingSpan, _CONSUMED)))
         .filter(Q(Exists(labelled)) | Q(last_received_at__lt=cutoff))
         .exclude(Exists(rows(PendingSpan, PendingSpan.State.PENDING)))
         .exclude(Exists(rows(PendingLog, PendingLog.State.PENDING)))
-        .order_by("pk")
-        .values_list("project_id", "otlp_trace_id")[:limit]
     )
+
+
+def tidy_candidates(now: datetime | None = None, limit: int = TIDY_TRACES) -> list[tuple[int, str]]:
+    """(project id, trace id) of up to `limit` live traces whose consumed spans and logs may go."""
+    rows = _candidates(now or timezone.now()).order_by("pk").values_list("project_id", "otlp_trace_id")
+    return list(rows[:limit])
 
 
 def do_tidy(now: datetime | None = None, limit: int = TIDY_TRACES) -> int:
     """Delete the consumed spans and log records of up to `limit` live traces (tidy_candidates); returns
     how many spans and log records were deleted."""
+    now = now or timezone.now()
     by_project: dict[int, list[str]] = {}
     for project_id, trace_id in tidy_candidates(now, limit):
         by_project.setdefault(project_id, []).append(trace_id)
     deleted = 0
     for project_id, trace_ids in sorted(by_project.items()):
         for start in range(0, len(trace_ids), CHUNK_TRACES):
-            deleted += _tidy_chunk(project_id, trace_ids[start : start + CHUNK_TRACES])
+            deleted += _tidy_chunk(project_id, trace_ids[start : start + CHUNK_TRACES], now)
     return deleted
 
 
-def _tidy_chunk(project_id: int, trace_ids: list[str]) -> int:
+def _tidy_chunk(project_id: int, trace_ids: list[str], now: datetime) -> int:
     with transaction.atomic():
         if not Project.objects.select_for_update().filter(pk=project_id).exists():
             return 0
-        # Spans may have arrived since the candidates were read: a trace waiting again is left alone.
-        waiting = set(
-            PendingSpan.objects.filter(
-                project_id=project_id, trace_id__in=trace_ids, state=PendingSpan.State.PENDING
-            ).values_list("trace_id", flat=True)
-        ) | set(
-            PendingLog.objects.filter(
-                project_id=project_id, trace_id__in=trace_ids, state=PendingLog.State.PENDING
-            ).values_list("trace_id", flat=True)
+        # Asked again under the lock: since the candidates were read, spans may have arrived (a trace
+        # waiting again) or extended a trace (its last span recent again); those are left alone.
+        ready = list(
+            _candidates(now)
+            .filter(project_id=project_id, otlp_trace_id__in=trace_ids)
+            .values_list("otlp_trace_id", flat=True)
         )
-        ready = [trace_id for trace_id in trace_ids if trace_id not in waiting]
         return delete_consumed(project_id, ready)
 
 

@@ -154,3 +154,20 @@ def test_a_run_is_bounded_and_the_next_one_goes_on(project, annotator_a):
     assert PendingSpan.objects.count() == 4
     assert tidy.do_tidy(limit=1) == 4
     assert not PendingSpan.objects.exists()
+
+
+def test_a_trace_extended_after_the_candidates_were_read_is_left_alone(project, settings):
+    """The sweep asks again under the project's lock: a late span that extended an old unlabelled trace
+    in between makes it recent, so its spans stay."""
+    settings.OTLP_KEEP_SPANS_DAYS = 30
+    run = agent_run.record_run()
+    root, children = _split(run)
+    do_accept_spans(project, _items([root, *children[:2]]))
+    LiveTrace.objects.update(last_received_at=timezone.now() - timedelta(days=31))
+    candidates = tidy.tidy_candidates()
+    assert candidates == [(project.pk, _trace_id(run))]
+
+    do_accept_spans(project, _items(children[2:]))  # extends it: its last span is now recent
+    assert tidy._tidy_chunk(project.pk, [_trace_id(run)], timezone.now()) == 0
+
+    assert _states(_trace_id(run)) == [State.ASSEMBLED] * 4
