@@ -162,6 +162,9 @@ OTLP_TRACE_ABANDON_SECONDS = envint("OTLP_TRACE_ABANDON_SECONDS", 3600)
 OTLP_MAX_SPANS = envint("OTLP_MAX_SPANS", 10000)
 OTLP_MAX_PENDING_SPANS = envint("OTLP_MAX_PENDING_SPANS", 1000000)
 OTLP_RETRY_AFTER_SECONDS = envint("OTLP_RETRY_AFTER_SECONDS", 5)
+# Consumed spans of a live trace nobody labels are deleted this many days after its last span (annotator.live.tidy);
+# a span arriving later for it is held, not merged.
+OTLP_KEEP_SPANS_DAYS = envint("OTLP_KEEP_SPANS_DAYS", 30)
 
 REDIS_URL = envstr("REDIS_URL")
 # The cache is an accelerator, never a dependency: with Redis down every call answers "no cache" within

@@ -176,6 +176,7 @@ api-project-traces            GET   401   404   200   200   200   200   200   20
 # OTLP ingest takes a token only (an ingest token or an owner's; tests/live/): a session is not enough.
 api-otlp-traces               POST  401   401   401   401   401   401   401   401   401   401
 api-otlp-logs                 POST  401   401   401   401   401   401   401   401   401   401
+api-live-settings             GET   401   404   403   403   403   403   200   200   404   404
 api-views                     GET   401   404   200   200   200   200   200   200   404   404
 api-view                      GET   401   404   200   200   200   200   200   200   404   404
 api-trace                     GET   401   404   200   200   200   200   200   200   404   404

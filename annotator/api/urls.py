@@ -30,6 +30,7 @@ from annotator.api import (
 )
 from annotator.discovery import api as discovery
 from annotator.live import api as live
+from annotator.live import settings_api as live_settings
 from annotator.outcomes import api as outcomes
 from annotator.search import api as saved_views
 from annotator.similar import api as similar
@@ -238,6 +239,8 @@ signatures_urls = [
 live_urls = [
     path("projects/<slug:slug>/otlp/v1/traces", live.otlp_traces, name="api-otlp-traces"),
     path("projects/<slug:slug>/otlp/v1/logs", live.otlp_logs, name="api-otlp-logs"),
+    # Not an ingest route: an ingest token is refused here.
+    path("projects/<slug:slug>/live/", live_settings.live_settings, name="api-live-settings"),
 ]
 
 urlpatterns = [

@@ -8,8 +8,9 @@ a chunk at a time, with a few queries and one bulk insert per chunk, not a round
 
 A span of a trace already stored extends that trace while nobody has started labelling it; afterwards it is
 kept (PendingSpan.State.HELD), counted on the LiveTrace and shown to the owner, never merged into labelled
-work. A run whose content equals a trace the project holds is that trace (content identity). The periodic
-`annotator.live.sweep` assembles whatever a lost task left behind.
+work; so is one of a trace whose consumed spans were deleted after OTLP_KEEP_SPANS_DAYS. A run whose content
+equals a trace the project holds is that trace (content identity). The periodic `annotator.live.sweep`
+assembles whatever a lost task left behind and deletes spans that can rebuild nothing (annotator.live.tidy).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from django.utils import timezone
 
 from annotator.live.assemble import to_record
 from annotator.live.service import do_read_batches
+from annotator.live.tidy import delete_consumed, do_tidy
 from annotator.models import (
     Annotation,
     LiveSettings,
@@ -146,7 +148,16 @@ def _assemble_chunk(project: Project, trace_ids: list[str], choice: LiveSettings
             assignment__trace_id__in=[live.trace_id for live in lives.values()]
         ).values_list("assignment__trace_id", flat=True)
     )
-    held = [trace_id for trace_id, live in lives.items() if live.trace_id in labelled]
+    # A stored trace whose consumed spans were deleted (annotator.live.tidy: retention) cannot be rebuilt:
+    # late spans would replace it with themselves alone, so they are held as after labelling.
+    kept = set(
+        PendingSpan.objects.filter(
+            project=project, trace_id__in=list(lives), state=PendingSpan.State.ASSEMBLED
+        ).values_list("trace_id", flat=True)
+    )
+    held = [trace_id for trace_id, live in lives.items() if live.trace_id in labelled or trace_id not in kept]
+    # Labelling started: the consumed spans can rebuild nothing any more (the held ones stay, listed).
+    delete_consumed(project.pk, [trace_id for trace_id in held if lives[trace_id].trace_id in labelled])
     for trace_id in held:
         _hold(project, trace_id, pending[trace_id])
         LiveTrace.objects.filter(pk=lives[trace_id].pk).update(
@@ -321,7 +332,8 @@ def _chosen(choice: LiveSettings, outcome: str) -> bool:
 
 def do_sweep() -> int:
     """Assemble the due traces of every project with pending spans or unread requests (the periodic safety
-    net)."""
+    net), then delete the queued spans and logs that can no longer rebuild a trace (annotator.live.tidy);
+    returns how many traces were assembled."""
     projects = set(
         PendingSpan.objects.filter(state=PendingSpan.State.PENDING)
         .values_list("project_id", flat=True)
@@ -329,4 +341,6 @@ def do_sweep() -> int:
         .distinct()
     )
     projects |= set(SpanBatch.objects.values_list("project_id", flat=True).order_by().distinct())
-    return sum(do_assemble_due(project_id) for project_id in sorted(projects))
+    done = sum(do_assemble_due(project_id) for project_id in sorted(projects))
+    do_tidy()
+    return done

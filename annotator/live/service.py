@@ -24,7 +24,7 @@ from django.db.models import Count, Sum
 from django.utils import timezone
 
 from annotator.live import otlp
-from annotator.models import LiveTrace, PendingLog, PendingSpan, Project, SpanBatch
+from annotator.models import LiveSettings, LiveTrace, PendingLog, PendingSpan, Project, SpanBatch
 from annotator.services.enqueue import enqueue, is_eager
 
 log = logging.getLogger(__name__)
@@ -231,3 +231,31 @@ def live_status(project: Project, *, recent: int = 10) -> LiveStatus:
             project=project, assembled_at__date=timezone.now().date()
         ).count(),
     )
+
+
+def live_settings(project: Project) -> LiveSettings:
+    """The project's live settings (the defaults until an owner saves some)."""
+    return LiveSettings.objects.filter(project=project).first() or LiveSettings(project=project)
+
+
+def do_save_live_settings(project: Project, *, assign: str, sample_rate: float) -> LiveSettings:
+    """Save which live traces get annotators (checked by the caller: a LiveSettings.Assign value, a rate in
+    [0, 1]); applies to traces assembled from now on."""
+    choice, _ = LiveSettings.objects.update_or_create(
+        project=project, defaults={"assign": assign, "sample_rate": sample_rate}
+    )
+    return choice
+
+
+@dataclass(frozen=True, slots=True)
+class HeldCounts:
+    traces: int
+    spans: int
+
+
+def held_counts(project: Project) -> HeldCounts:
+    """Live traces with late spans kept apart (after labelling started), and how many spans in all."""
+    row = LiveTrace.objects.filter(project=project, held_spans__gt=0).aggregate(
+        traces=Count("pk"), spans=Sum("held_spans")
+    )
+    return HeldCounts(traces=row["traces"], spans=row["spans"] or 0)

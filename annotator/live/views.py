@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.access import MANAGE_ROLES, access_project
-from annotator.live.service import live_status
+from annotator.live.service import do_save_live_settings, live_status
 from annotator.models import LiveSettings, Project
 from annotator.services.api_tokens import do_issue_ingest_token
 
@@ -73,5 +73,5 @@ def save_live_settings(request: HttpRequest, slug: str) -> HttpResponse:
         return _section(request, project, settings_error=f"Unknown choice {assign[:40]!r}.")
     if not 0 <= rate <= 1:
         return _section(request, project, settings_error="The sample rate is a share between 0 and 1.")
-    LiveSettings.objects.update_or_create(project=project, defaults={"assign": assign, "sample_rate": rate})
+    do_save_live_settings(project, assign=assign, sample_rate=rate)
     return _section(request, project, settings_saved=True)

@@ -431,6 +431,13 @@ def test_every_operation_answers_its_documented_shapes(
     expect(o, "post", f"{api}/otlp/v1/logs", 400, "[]", **otlp_json)
     expect(x, "post", f"{api}/otlp/v1/traces", 404, empty, **otlp_json)
 
+    # Live settings (owners; tests/live/test_settings_api.py covers them in depth).
+    expect(o, "get", f"{api}/live/", 200)
+    expect(o, "patch", f"{api}/live/", 200, {"assign": "sample", "sample_rate": 0.25})
+    expect(o, "patch", f"{api}/live/", 400, {"sample_rate": 2})
+    expect(a, "get", f"{api}/live/", 403)
+    expect(x, "get", f"{api}/live/", 404)
+
     # Archive and restore (last: an archived project takes no new work).
     expect(o, "post", f"{api}/archive/", 200, {"archived": True})
     expect(o, "post", f"{api}/archive/", 200, {"archived": False})

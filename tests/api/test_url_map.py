@@ -54,6 +54,7 @@ ROUTES = [
     ("api/projects/<slug:slug>/imports/", "api-import-start"),
     ("api/projects/<slug:slug>/imports/<int:job_id>/", "api-import-status"),
     ("api/projects/<slug:slug>/label-imports/", "api-label-import"),
+    ("api/projects/<slug:slug>/live/", "api-live-settings"),
     ("api/projects/<slug:slug>/otlp/v1/logs", "api-otlp-logs"),
     ("api/projects/<slug:slug>/otlp/v1/traces", "api-otlp-traces"),
     ("api/projects/<slug:slug>/llm-agreement/", "api-llm-agreement"),
