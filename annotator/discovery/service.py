@@ -321,7 +321,7 @@ def _run_in_thread(run_id: int) -> threading.Thread:
     from annotator.discovery.process import do_process_discovery, finish
 
     return run_in_thread(
-        f"discovery run {run_id}",
+        f"discovery-{run_id}",
         lambda: do_process_discovery(run_id),
         lambda error: finish(run_id, DiscoveryRun.Status.FAILED, error=error),
     )

@@ -215,7 +215,7 @@ def _run_in_thread(run_id: int) -> threading.Thread:
         if run is not None:
             finish_run(run, LLMRun.Status.FAILED, error=error)
 
-    return run_in_thread(f"LLM run {run_id}", process, fail)
+    return run_in_thread(f"llm-run-{run_id}", process, fail)
 
 
 def do_stop_run(run: LLMRun, *, reason: str = "stopped by the owner") -> bool:
