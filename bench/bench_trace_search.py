@@ -100,15 +100,15 @@ SEARCHES = [
 def _disputed_from_label_tables():
     """`disputed_mode` as it was before the dispute summary (migration annotator 0041): the label tables,
     read twice (the path SQLite still takes)."""
-    from annotator.search import service
+    from annotator.search import labels
 
-    summary = service._disputed_q
+    summary = labels._disputed_q
 
     def label_tables(ctx, code):
-        with mock.patch.object(service, "_is_postgres", lambda: False):
+        with mock.patch.object(labels, "_is_postgres", lambda: False):
             return summary(ctx, code)
 
-    with mock.patch.object(service, "_disputed_q", label_tables):
+    with mock.patch.object(labels, "_disputed_q", label_tables):
         yield
 
 
