@@ -97,6 +97,13 @@ class TraceFilter:
         return names + (["state"] if self.state in LABEL_STATES else [])
 
     @property
+    def on_trace_columns(self) -> bool:
+        """Whether a filter reads the traces' own columns (every other filter is a set of trace ids)."""
+        return bool(
+            self.batch or self.benchmark or self.model or self.system or self.outcome or self.meta
+        ) or any(v is not None for v in (self.score_min, self.score_max, self.steps_min, self.steps_max))
+
+    @property
     def active(self) -> bool:
         """Any filter set (ordering alone filters nothing)."""
         return any(getattr(self, f.name) not in ("", None, ()) for f in fields(self) if f.name != "ordering")

@@ -19,41 +19,39 @@ from annotator.models.raters import Rater, RaterKind
 from annotator.search.filters import FilterError, TraceFilter, pair_names
 from annotator.search.indexing import uses_search_table as _is_postgres
 from annotator.search.signature_filter import signature_q
-from traces.models import Trace
 
 GOLD_STATUSES = (AdjudicationItem.Status.AGREED, AdjudicationItem.Status.RESOLVED)
 
 
-def label_filtered(
-    traces: QuerySet[Trace], access: ProjectAccess, flt: TraceFilter, modes: dict[str, int]
-) -> QuerySet[Trace]:
-    """`traces` narrowed by `flt`'s label filters (`modes`: the mode ids of the codes it names). The caller
-    has checked that this member may see labels (service.check_blind)."""
+def label_conditions(access: ProjectAccess, flt: TraceFilter, modes: dict[str, int]) -> list[Q]:
+    """`flt`'s label filters, each a condition on the trace id (`modes`: the mode ids of the codes it
+    names). The caller has checked that this member may see labels (service.check_blind)."""
     if not (flt.state or flt.reveals_labels):
-        return traces
+        return []
     ctx = _Context.of(access, modes)
+    conditions = []
     if flt.state:
-        traces = traces.filter(_state_q(ctx, flt.state))
+        conditions.append(_state_q(ctx, flt.state))
     if flt.gold_mode:
         gold = GoldLabel.objects.filter(
             item__project=access.project, item__status__in=GOLD_STATUSES, mode_id=modes[flt.gold_mode]
         )
-        traces = traces.filter(pk__in=gold.values("item__trace_id"))
+        conditions.append(Q(pk__in=gold.values("item__trace_id")))
     if flt.human_mode:
         human = ctx.labels(flt.human_mode).exclude(annotation__assignment__annotator_id__in=ctx.llm_ids)
-        traces = traces.filter(pk__in=human.values("annotation__assignment__trace_id"))
+        conditions.append(Q(pk__in=human.values("annotation__assignment__trace_id")))
     if flt.llm_mode:
         llm = ctx.labels(flt.llm_mode).filter(annotation__assignment__annotator_id__in=ctx.llm_ids)
-        traces = traces.filter(pk__in=llm.values("annotation__assignment__trace_id"))
+        conditions.append(Q(pk__in=llm.values("annotation__assignment__trace_id")))
     if flt.pair:
-        traces = traces.filter(pair_q(ctx, flt.pair, flt.disputed_mode))
+        conditions.append(pair_q(ctx, flt.pair, flt.disputed_mode))
     elif flt.disputed_mode:
-        traces = traces.filter(_disputed_q(ctx, flt.disputed_mode))
+        conditions.append(_disputed_q(ctx, flt.disputed_mode))
     if flt.evidence_kind or flt.evidence_tool:
-        traces = traces.filter(pk__in=_evidence_sql(flt, access.project.pk))
+        conditions.append(Q(pk__in=_evidence_sql(flt, access.project.pk)))
     if flt.sig_mode:
-        traces = traces.filter(signature_q(access, flt.sig_mode, flt.sig_source or "gold"))
-    return traces
+        conditions.append(signature_q(access, flt.sig_mode, flt.sig_source or "gold"))
+    return conditions
 
 
 @dataclass

@@ -55,7 +55,7 @@ def similar_traces(access: ProjectAccess, flt: TraceFilter, found: QuerySet[Trac
     """`found` (every other filter applied) without the trace itself, in similarity order unless
     `flt.ordering` names another column. Traces with no vector yet come after the ranked ones, by id."""
     build, index = like_target(access, flt.like)
-    traces = (found.traces if isinstance(found, RankedTraces) else found).exclude(pk=flt.like)
+    traces = (found.traces if isinstance(found, RankedTraces) else found).excluding(flt.like)
     if flt.ordering:
         return traces
     return SimilarTraces(traces.order_by("id"), flt, index=index, build=build)

@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
+from tests.factories import BatchFactory, ProjectFactory, trace_with_steps
+from tests.labels import submit
 from tests.services import missing
+from traces.models import Step, Trace
 
 URL = "/api/projects/demo-project/traces/"
 
@@ -138,3 +141,32 @@ def test_postgres_full_text_search_uses_whole_words_and_the_index(owner_client):
         cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'traces_stepsearch_vector'")
         (definition,) = cursor.fetchone()
     assert "gin" in definition.lower() and "(vector)" in definition
+
+
+def test_counts_only_the_projects_traces_whatever_matches_elsewhere(owner_client, world, annotator_a):
+    """The count of a filtered list is taken on the project's own membership: a trace of another project
+    that matches the same search, tool and labels is neither listed nor counted."""
+    other = ProjectFactory(slug="elsewhere", taxonomy_version=world.project.taxonomy_version)
+    batch = BatchFactory(name="elsewhere")
+    stranger = trace_with_steps(6, batch=batch, external_id="far-1")
+    other.batches.add(batch)
+    Step.objects.filter(trace=stranger, index=3).update(
+        kind="tool_call", tool_name="bash", tool_args={"cmd": "kubectl delete"}, content="kubectl namespace"
+    )
+    submit(other, stranger, annotator_a, {"FM-1.5": [3]})
+    for query in ("q=kubectl", "tool=bash", "tool_args=kubectl", "human_mode=FM-1.5", "evidence_tool=bash"):
+        body = owner_client.get(f"{URL}?{query}").json()
+        assert "far-1" not in [row["external_id"] for row in body["results"]]
+        assert body["count"] == len(body["results"])
+
+
+def test_a_list_filtered_further_counts_its_own_rows(world):
+    """A list that carries a count taken another way keeps it only while its rows stay the same."""
+    traces = Trace.objects.in_project(world.project).counted_by(lambda: 99)
+    assert traces.count() == 99
+    assert traces.only("id").defer("raw").select_related("batch").order_by("-id").count() == 99
+    assert traces.filter(external_id="sre-1").count() == 1
+    assert traces.exclude(external_id="sre-1").count() == 3
+    without = traces.excluding(world.gold.pk)
+    assert without.count() == 98
+    assert traces.excluding(world.gold.pk).excluding(world.gold.pk).count() == 98
