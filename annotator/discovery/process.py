@@ -16,11 +16,11 @@ concurrency; the run's token cap and the owner's stop are checked before every r
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
@@ -29,11 +29,19 @@ from django.utils import timezone
 
 from annotator.discovery import induce
 from annotator.discovery.gate_stats import RaterAnswer, gate
-from annotator.llm.client import ChatClient, LLMCancelled, LLMConfigError, LLMError
+from annotator.llm.client import (
+    ChatClient,
+    LLMCancelled,
+    LLMConfigError,
+    LLMError,
+    LLMUnavailable,
+    estimate_tokens,
+)
 from annotator.llm.parse import MalformedAnswer
 from annotator.llm.prompt import PromptMode, PromptTaxonomy, correction_messages
 from annotator.models import DiscoveryAnswer, DiscoveryRun, PromptTemplate
 from annotator.services.jobs import heartbeat
+from annotator.services.llm.flight import TOKEN_CAP_REACHED, Flight
 from annotator.services.llm.labeller import (
     Labeller,
     long_trace_options,
@@ -41,13 +49,12 @@ from annotator.services.llm.labeller import (
     project_taxonomy,
     prompt_trace,
 )
-from annotator.services.llm.process import TOKEN_CAP_REACHED
 from traces.models import Step, Trace
 
 log = logging.getLogger(__name__)
 
-WAKE_SECONDS = 5.0
-EMBED_BATCH = 64
+EMBED_BATCH = 64  # analyses per /embeddings request
+EMBED_CHARS = 8_000  # of an analysis's text sent to the embeddings model
 LOCK_SECONDS = 900
 
 
@@ -76,16 +83,26 @@ def do_process_discovery(run_id: int, **client_options) -> DiscoveryRun:
     return DiscoveryRun.objects.get(pk=run_id)
 
 
+class Reply(NamedTuple):
+    """What one ask got: the answer's JSON (None when it failed, then `error` says why), the tokens it
+    spent, and whether it failed because the endpoint was unavailable (the run counts those in a row)."""
+
+    answer: dict | None
+    error: str
+    tokens: int
+    unavailable: bool = False
+
+
 @dataclass
 class Ask:
-    """One request: `call(client)` runs in a pool thread (HTTP only) and returns (answer JSON or None,
-    error, tokens); the row is written by the processing thread."""
+    """One item of a phase: `call(client)` runs in a pool thread (HTTP only: one request, or one per window
+    of a long trace) and returns a Reply; the row is written by the processing thread."""
 
     phase: str
     rater: str
     key: str
     trace_id: int | None
-    call: Callable[[ChatClient], tuple[dict | None, str, int]]
+    call: Callable[[ChatClient], Reply]
 
 
 class _Phases:
@@ -102,7 +119,7 @@ class _Phases:
                 self._set_phase(DiscoveryRun.Phase.NAME)
             if run.phase == DiscoveryRun.Phase.NAME:
                 groups = self._groups()
-                if not self._fly(self._naming_asks(groups), {run.model}):
+                if groups is None or not self._fly(self._naming_asks(groups), {run.model}):
                     return
                 self._consolidate(groups)
                 self._set_phase(DiscoveryRun.Phase.GATE)
@@ -130,31 +147,22 @@ class _Phases:
 
     def _analysis_asks(self) -> Iterator[Ask]:
         run, done = self.run, self._answered(DiscoveryAnswer.Phase.ANALYSE)
-        budget = long_trace_options(run.endpoint)["budget"]
+        options = long_trace_options(run.endpoint)
         codes = self.taxonomy.codes
         pending = [pk for pk in run.induction_ids if (run.model, str(pk)) not in done]
         self._total(len(run.induction_ids), len(run.induction_ids) - len(pending))
         for trace in Trace.objects.filter(pk__in=pending).order_by("pk"):
-            prompt = prompt_trace(trace)
-            messages = induce.analysis_messages(self.taxonomy, prompt, budget=budget)
-            steps = frozenset(s.index for s in prompt.steps)
-
-            def parse(text: str, trace=trace, steps=steps) -> dict:
-                found = induce.parse_analysis(
-                    text, trace=trace.pk, external_id=trace.external_id, steps=steps, codes=codes
-                )
-                return {"failures": [a.as_dict() for a in found]}
-
-            yield Ask("analyse", run.model, str(trace.pk), trace.pk, _json_call(messages, parse))
+            requests = induce.analysis_requests(self.taxonomy, prompt_trace(trace), **options)
+            yield Ask("analyse", run.model, str(trace.pk), trace.pk, _analysis_call(trace, requests, codes))
 
     def _analyses(self) -> list[induce.Analysis]:
         rows = self.run.answers.filter(phase=DiscoveryAnswer.Phase.ANALYSE, ok=True).order_by("trace_id")
         return [induce.Analysis.from_dict(a) for row in rows for a in row.answer.get("failures", [])]
 
-    def _groups(self) -> list[list[induce.Analysis]]:
+    def _groups(self) -> list[list[induce.Analysis]] | None:
         """The uncovered analyses grouped by their words (TF-IDF), or by the endpoint's embeddings when the
         owner set an embedding model. Kept with the run once computed, so a resumed run names the same
-        groups (embeddings are not asked twice)."""
+        groups (embeddings are not asked twice). None when the run was stopped or capped while embedding."""
         loose = induce.uncovered(self._analyses())
         stored = (self.run.results or {}).get("groups")
         if stored is None:
@@ -163,7 +171,10 @@ class _Phases:
             if not loose:
                 rows = []
             elif model:
-                rows = induce.group_vectors(self._embed(texts, model), threshold=induce.EMBEDDING_THRESHOLD)
+                vectors = self._embed(texts, model)
+                if vectors is None:
+                    return None
+                rows = induce.group_vectors(vectors, threshold=induce.EMBEDDING_THRESHOLD)
             else:
                 rows = induce.group_vectors(induce.tfidf_vectors(texts))
             stored = [list(group) for group in rows]
@@ -175,18 +186,25 @@ class _Phases:
         return [[loose[i] for i in group] for group in stored]
 
     def _embed(self, texts: list[str], model: str):
-        """Unit vectors from the endpoint's /embeddings, EMBED_BATCH texts a request."""
+        """Unit vectors from the endpoint's /embeddings, EMBED_BATCH texts a request. The run's tokens count
+        every batch (the server's usage, else estimated as the client estimates a completion), and before
+        each batch the owner's stop and the token cap are checked as before any other request: None then
+        (the vectors are not kept; a resumed run embeds again)."""
         import numpy as np
 
-        client = make_client(_Shim(self.run, model), **self.client_options)
         rows: list[list[float]] = []
-        with client:
+        with make_client(_Shim(self.run, model), **self.client_options) as client:
             for start in range(0, len(texts), EMBED_BATCH):
-                found = client.embed(texts[start : start + EMBED_BATCH], model)
+                if not _may_go_on(self.run):
+                    return None
+                batch = [text[:EMBED_CHARS] or " " for text in texts[start : start + EMBED_BATCH]]
+                found = client.embed(batch, model)
                 rows.extend(found.vectors)
+                tokens = found.total_tokens or sum(estimate_tokens(len(text)) for text in batch)
                 DiscoveryRun.objects.filter(pk=self.run.pk).update(
-                    tokens_used=F("tokens_used") + found.total_tokens
+                    tokens_used=F("tokens_used") + tokens, heartbeat_at=timezone.now()
                 )
+                cache.touch(_lock_key(self.run.pk), LOCK_SECONDS)
         vectors = np.asarray(rows, dtype=float)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
@@ -202,7 +220,7 @@ class _Phases:
             def parse(text: str, group=group) -> dict:
                 return induce.parse_candidate(text, group).as_dict()
 
-            yield Ask("name", run.model, str(n), None, _json_call(messages, parse))
+            yield Ask("name", run.model, str(n), None, _json_call([("", messages, parse)]))
 
     def _consolidate(self, groups: list[list[induce.Analysis]]) -> None:
         rows = self.run.answers.filter(phase=DiscoveryAnswer.Phase.NAME, ok=True).order_by("id")
@@ -290,7 +308,11 @@ class _Phases:
         clients = {
             m: make_client(_Shim(self.run, m.partition("@")[0]), **self.client_options) for m in models
         }
-        return _Flight(self.run, clients).fly(asks)
+        try:
+            return _Flight(self.run, clients).fly(asks)
+        finally:
+            for client in clients.values():
+                client.close()
 
 
 class _Shim(SimpleNamespace):
@@ -311,41 +333,83 @@ class _GateLabeller(Labeller):
         self.options = long_trace_options(run.endpoint)
 
 
-def _gate_call(labeller: _GateLabeller, request) -> Callable[[ChatClient], tuple[dict | None, str, int]]:
-    def call(client: ChatClient) -> tuple[dict | None, str, int]:
+def _gate_call(labeller: _GateLabeller, request) -> Callable[[ChatClient], Reply]:
+    def call(client: ChatClient) -> Reply:
         asker = Labeller.__new__(Labeller)
         asker.run, asker.client, asker.taxonomy = labeller.run, client, labeller.taxonomy
         asker.modes, asker.options = {}, labeller.options
         outcome = asker.ask(request)
         if outcome.answer is None:
-            return None, outcome.error, outcome.tokens[2]
+            return Reply(None, outcome.error, outcome.tokens[2], outcome.unavailable)
         labels = [
             {"code": label.code, "steps": list(label.steps), "reason": label.reason}
             for label in outcome.answer.labels
         ]
-        return {"labels": labels, "summary": outcome.answer.summary}, "", outcome.tokens[2]
+        return Reply({"labels": labels, "summary": outcome.answer.summary}, "", outcome.tokens[2])
 
     return call
+
+
+def _analysis_call(
+    trace: Trace, requests: list[induce.AnalysisRequest], codes: Sequence[str]
+) -> Callable[[ChatClient], Reply]:
+    """A trace's analysis: its one request, or one per window (each answer citing only its window's
+    steps), the windows' failures joined. The answer records how many requests the trace took."""
+
+    def parser(request: induce.AnalysisRequest) -> Callable[[str], list[induce.Analysis]]:
+        return lambda text: induce.parse_analysis(
+            text, trace=trace.pk, external_id=trace.external_id, steps=request.steps, codes=codes
+        )
+
+    def merge(parts: list[list[induce.Analysis]]) -> dict:
+        found = induce.merge_analyses(parts)
+        return {"failures": [a.as_dict() for a in found], "windows": len(requests)}
+
+    return _json_call([(r.where, r.messages, parser(r)) for r in requests], merge)
+
+
+Part = tuple[str, list[dict], Callable[[str], Any]]  # (where, for errors; messages; parse)
 
 
 def _json_call(
-    messages: list[dict], parse: Callable[[str], dict]
-) -> Callable[[ChatClient], tuple[dict | None, str, int]]:
-    """Ask, parse; one retry with the reason shown to the model, as the LLM rater does."""
+    parts: Sequence[Part], merge: Callable[[list], dict] | None = None
+) -> Callable[[ChatClient], Reply]:
+    """Ask each part in turn (one retry with the reason shown to the model, as the LLM rater does) and
+    merge the parsed answers (`merge`; without it, the one part's answer). All or nothing: the first part
+    that fails fails the item, and the parts after it are not asked."""
 
-    def call(client: ChatClient) -> tuple[dict | None, str, int]:
-        first = client.complete(messages)
-        try:
-            return parse(first.text), "", first.total_tokens
-        except MalformedAnswer as problem:
-            retry = client.complete(messages + correction_messages(first.text, str(problem)))
-            tokens = first.total_tokens + retry.total_tokens
+    def call(client: ChatClient) -> Reply:
+        spent = [0]
+        found = []
+        for where, messages, parse in parts:
             try:
-                return parse(retry.text), "", tokens
-            except MalformedAnswer as again:
-                return None, f"malformed answer, twice: {problem}; on retry: {again}", tokens
+                parsed, problem = _ask_json(client, messages, parse, spent)
+            except LLMConfigError:
+                raise
+            except LLMError as error:
+                unavailable = isinstance(error, LLMUnavailable)
+                return Reply(None, where + client.redact(str(error)), spent[0], unavailable)
+            if problem:
+                return Reply(None, where + problem, spent[0])
+            found.append(parsed)
+        return Reply(merge(found) if merge else found[0], "", spent[0])
 
     return call
+
+
+def _ask_json(client: ChatClient, messages: list[dict], parse: Callable[[str], Any], spent: list[int]):
+    """(the parsed answer, "") or (None, why it is malformed, twice); `spent` counts the tokens."""
+    first = client.complete(messages)
+    spent[0] += first.total_tokens
+    try:
+        return parse(first.text), ""
+    except MalformedAnswer as problem:
+        retry = client.complete(messages + correction_messages(first.text, str(problem)))
+        spent[0] += retry.total_tokens
+        try:
+            return parse(retry.text), ""
+        except MalformedAnswer as again:
+            return None, f"malformed answer, twice: {problem}; on retry: {again}"
 
 
 def _step_texts(cited: set[tuple[int, int]], allowed: list[int]) -> dict[tuple[int, int], str]:
@@ -365,73 +429,62 @@ def _step_texts(cited: set[tuple[int, int]], allowed: list[int]) -> dict[tuple[i
     return out
 
 
-class _Flight:
-    """Up to `concurrency` asks in a thread pool; each answer recorded by this thread as it arrives."""
+def _may_go_on(run: DiscoveryRun) -> bool:
+    """Whether the run may send one more request: still running (not stopped by the owner) and under its
+    token cap (reaching it ends the run as stopped, like an LLM run)."""
+    status, used = DiscoveryRun.objects.filter(pk=run.pk).values_list("status", "tokens_used").get()
+    if status != DiscoveryRun.Status.RUNNING:
+        return False
+    if run.token_cap and used >= run.token_cap:
+        finish(run.pk, DiscoveryRun.Status.STOPPED, reason=TOKEN_CAP_REACHED)
+        return False
+    return True
+
+
+class _Flight(Flight[Ask]):
+    """A phase's asks in the shared flight loop (annotator.services.llm.flight); each answer recorded by
+    this thread as it arrives. A stop, the token cap, a configuration error or UNAVAILABLE_LIMIT answers in
+    a row that found the endpoint unavailable end the sending (the last two fail the run)."""
 
     def __init__(self, run: DiscoveryRun, clients: dict[str, ChatClient]):
-        self.run, self.clients = run, clients
-        self.concurrency = max(1, int(run.endpoint.get("concurrency") or 1))
-        self.flying: dict[Future, Ask] = {}
-        self.sending = True
+        super().__init__(
+            concurrency=int(run.endpoint.get("concurrency") or 1),
+            thread_name=f"discovery-{run.pk}",
+            clients=list(clients.values()),
+            lock_key=_lock_key(run.pk),
+            lock_seconds=LOCK_SECONDS,
+        )
+        self.run, self.by_rater = run, clients
 
-    def fly(self, asks: Iterator[Ask]) -> bool:
-        exhausted = False
-        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix=f"discovery-{self.run.pk}")
-        try:
-            while True:
-                while self.sending and not exhausted and len(self.flying) < self.concurrency:
-                    if not self._may_send():
-                        break
-                    ask = next(asks, None)
-                    if ask is None:
-                        exhausted = True
-                        break
-                    self.flying[pool.submit(ask.call, self.clients[ask.rater])] = ask
-                if not self.flying:
-                    break
-                done, _ = wait(self.flying, timeout=WAKE_SECONDS, return_when=FIRST_COMPLETED)
-                cache.touch(_lock_key(self.run.pk), LOCK_SECONDS)
-                for future in done:
-                    self._collect(future)
-                if self.sending and not done:
-                    self._may_send()
-        except BaseException:
-            self._cancel()
-            raise
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-            for client in self.clients.values():
-                client.close()
-        return exhausted and self.sending
-
-    def _cancel(self) -> None:
-        self.sending = False
-        for client in self.clients.values():
-            client.cancel()
-
-    def _may_send(self) -> bool:
-        if not self.sending:
-            return False
-        status, used = DiscoveryRun.objects.filter(pk=self.run.pk).values_list("status", "tokens_used").get()
-        if status != DiscoveryRun.Status.RUNNING:
-            self._cancel()
-        elif self.run.token_cap and used >= self.run.token_cap:
-            self._cancel()
-            finish(self.run.pk, DiscoveryRun.Status.STOPPED, reason=TOKEN_CAP_REACHED)
+    def may_send(self) -> bool:
+        if self.sending and not _may_go_on(self.run):
+            self.cancel()
         return self.sending
 
-    def _collect(self, future: Future) -> None:
-        ask = self.flying.pop(future)
+    def prepare(self, ask: Ask) -> Callable[[], Reply]:
+        client = self.by_rater[ask.rater]
+        return lambda: ask.call(client)
+
+    def _fail(self, error: str) -> None:
+        self.cancel()
+        finish(self.run.pk, DiscoveryRun.Status.FAILED, error=error)
+
+    def collect(self, ask: Ask, future: Future) -> None:
+        client = self.by_rater[ask.rater]
         try:
-            answer, error, tokens = future.result()
+            reply = future.result()
         except LLMCancelled:
             return  # never sent: asked again on resume
         except LLMConfigError as error:
-            self._cancel()
-            finish(self.run.pk, DiscoveryRun.Status.FAILED, error=self.clients[ask.rater].redact(str(error)))
+            self._fail(client.redact(str(error)))
             return
         except LLMError as error:
-            answer, error, tokens = None, self.clients[ask.rater].redact(str(error)), 0
+            reply = Reply(None, client.redact(str(error)), 0, isinstance(error, LLMUnavailable))
+        self._store(ask, reply)
+        if self.count_unavailable(reply.unavailable):
+            self._fail(f"the endpoint is unavailable: {reply.error}")
+
+    def _store(self, ask: Ask, reply: Reply) -> None:
         with transaction.atomic():
             try:
                 with transaction.atomic():
@@ -441,16 +494,16 @@ class _Flight:
                         rater=ask.rater,
                         key=ask.key,
                         trace_id=ask.trace_id,
-                        ok=answer is not None,
-                        answer=answer or {},
-                        error=error[:2_000],
-                        tokens=tokens,
+                        ok=reply.answer is not None,
+                        answer=reply.answer or {},
+                        error=reply.error[:2_000],
+                        tokens=reply.tokens,
                     )
             except IntegrityError:
                 return  # another worker recorded it first
-            counter = "done" if answer is not None else "failed"
+            counter = "done" if reply.answer is not None else "failed"
             DiscoveryRun.objects.filter(pk=self.run.pk).update(
                 **{counter: F(counter) + 1},
-                tokens_used=F("tokens_used") + tokens,
+                tokens_used=F("tokens_used") + reply.tokens,
                 heartbeat_at=timezone.now(),
             )
