@@ -156,6 +156,7 @@ class AnalysisRequest:
     steps: frozenset[int]
     messages: list[dict[str, str]]
     window: PromptWindow | None = None
+    cut: bool = False  # the trace was over the budget and its middle steps were cut out (marked)
 
     @property
     def where(self) -> str:
@@ -174,10 +175,10 @@ def analysis_requests(
     request when the trace fits `budget` or `long_traces` is "cut" (the middle then cut, marked); else one
     per window of consecutive steps (annotator.llm.windows.step_windows), so a failure in the middle of a
     long trace is read like any other."""
-    split = [] if long_traces == CUT else step_windows(trace, budget=budget, overlap=overlap)
-    if not split:
+    split = step_windows(trace, budget=budget, overlap=overlap)
+    if long_traces == CUT or not split:
         steps = frozenset(s.index for s in trace.steps)
-        return [AnalysisRequest(steps, analysis_messages(taxonomy, trace, budget=budget))]
+        return [AnalysisRequest(steps, analysis_messages(taxonomy, trace, budget=budget), cut=bool(split))]
     system = _analysis_system(taxonomy)
     out = []
     for window, rendered in split:

@@ -363,7 +363,7 @@ def _analysis_call(
 
     def merge(parts: list[list[induce.Analysis]]) -> dict:
         found = induce.merge_analyses(parts)
-        return {"failures": [a.as_dict() for a in found], "windows": len(requests)}
+        return {"failures": [a.as_dict() for a in found], "windows": len(requests), "cut": requests[0].cut}
 
     return _json_call([(r.where, r.messages, parser(r)) for r in requests], merge)
 
