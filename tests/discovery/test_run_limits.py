@@ -4,6 +4,8 @@ is down gives up after a few answers instead of failing every trace."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from annotator.discovery import process
@@ -101,3 +103,18 @@ def test_a_run_gives_up_when_the_endpoint_stays_unavailable(
         "it stopped sending, not 60 failures"
     )
     assert not run.answers.filter(ok=True).exists()
+
+
+def test_a_runs_requests_go_from_its_named_workers(owner_access, llm_config, synthetic, monkeypatch):
+    names = set()
+    complete = ChatClient.complete
+
+    def complete_and_note(client, messages):
+        names.add(threading.current_thread().name)
+        return complete(client, messages)
+
+    monkeypatch.setattr(ChatClient, "complete", complete_and_note)
+    run = do_process_discovery(_start(owner_access).pk)
+    assert run.status == DiscoveryRun.Status.SUCCEEDED, run.error
+    assert names and all(name.startswith(f"discovery-{run.pk}_") for name in names)
+    assert len(names) <= llm_config.concurrency
