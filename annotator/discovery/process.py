@@ -1,7 +1,9 @@
 """Process a discovery or gate run: its phases in order, each a flight of model requests.
 
-- analyse (discovery only): one request per trace of the induction sample (annotator.discovery.induce);
-- name: the uncovered analyses grouped by code (TF-IDF), one request per group, then consolidation by code;
+- analyse (discovery only): one item per trace of the induction sample (annotator.discovery.induce): one
+  request, or one per window of a trace over the budget (the LLM rater's long-trace setting);
+- name: the uncovered analyses grouped (TF-IDF, or the endpoint's embeddings in batches), one request per
+  group, then consolidation by code;
 - gate: every rater model applies the current modes plus the candidates to every held-out trace, with the
   LLM rater's prompt and answer format (annotator.services.llm.labeller.Labeller: windows for long traces,
   one retry on a malformed answer), each request carrying its rater's model name; then the statistics
@@ -9,18 +11,19 @@
 
 Every answer is a DiscoveryAnswer row keyed (run, phase, rater, key): a stopped or resumed run asks only
 what has no row, and a redelivered task finds the rows already there. Requests go through the project's
-client (annotator.llm.client: shared rate limit, Retry-After, cancel) from a thread pool of the endpoint's
-concurrency; the run's token cap and the owner's stop are checked before every request.
+client (annotator.llm.client: shared rate limit, Retry-After, cancel) in the flight loop every model run
+shares (annotator.services.llm.flight: `concurrency` in flight). The owner's stop and the token cap are
+checked before every request and every embedding batch (whose tokens count); a configuration error, or
+UNAVAILABLE_LIMIT answers in a row that found the endpoint unavailable, fail the run.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, NamedTuple
+from typing import Any
 
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
@@ -28,6 +31,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotator.discovery import induce
+from annotator.discovery.asks import Ask, GateLabeller, Reply, analysis_call, gate_call, json_call
 from annotator.discovery.gate_stats import RaterAnswer, gate
 from annotator.llm.client import (
     ChatClient,
@@ -37,13 +41,11 @@ from annotator.llm.client import (
     LLMUnavailable,
     estimate_tokens,
 )
-from annotator.llm.parse import MalformedAnswer
-from annotator.llm.prompt import PromptMode, PromptTaxonomy, correction_messages
+from annotator.llm.prompt import PromptMode, PromptTaxonomy
 from annotator.models import DiscoveryAnswer, DiscoveryRun, PromptTemplate
 from annotator.services.jobs import heartbeat
 from annotator.services.llm.flight import TOKEN_CAP_REACHED, Flight
 from annotator.services.llm.labeller import (
-    Labeller,
     long_trace_options,
     make_client,
     project_taxonomy,
@@ -81,28 +83,6 @@ def do_process_discovery(run_id: int, **client_options) -> DiscoveryRun:
     finally:
         cache.delete(_lock_key(run_id))
     return DiscoveryRun.objects.get(pk=run_id)
-
-
-class Reply(NamedTuple):
-    """What one ask got: the answer's JSON (None when it failed, then `error` says why), the tokens it
-    spent, and whether it failed because the endpoint was unavailable (the run counts those in a row)."""
-
-    answer: dict | None
-    error: str
-    tokens: int
-    unavailable: bool = False
-
-
-@dataclass
-class Ask:
-    """One item of a phase: `call(client)` runs in a pool thread (HTTP only: one request, or one per window
-    of a long trace) and returns a Reply; the row is written by the processing thread."""
-
-    phase: str
-    rater: str
-    key: str
-    trace_id: int | None
-    call: Callable[[ChatClient], Reply]
 
 
 class _Phases:
@@ -153,7 +133,7 @@ class _Phases:
         self._total(len(run.induction_ids), len(run.induction_ids) - len(pending))
         for trace in Trace.objects.filter(pk__in=pending).order_by("pk"):
             requests = induce.analysis_requests(self.taxonomy, prompt_trace(trace), **options)
-            yield Ask("analyse", run.model, str(trace.pk), trace.pk, _analysis_call(trace, requests, codes))
+            yield Ask("analyse", run.model, str(trace.pk), trace.pk, analysis_call(trace, requests, codes))
 
     def _analyses(self) -> list[induce.Analysis]:
         rows = self.run.answers.filter(phase=DiscoveryAnswer.Phase.ANALYSE, ok=True).order_by("trace_id")
@@ -220,7 +200,7 @@ class _Phases:
             def parse(text: str, group=group) -> dict:
                 return induce.parse_candidate(text, group).as_dict()
 
-            yield Ask("name", run.model, str(n), None, _json_call([("", messages, parse)]))
+            yield Ask("name", run.model, str(n), None, json_call([("", messages, parse)]))
 
     def _consolidate(self, groups: list[list[induce.Analysis]]) -> None:
         rows = self.run.answers.filter(phase=DiscoveryAnswer.Phase.NAME, ok=True).order_by("id")
@@ -258,12 +238,12 @@ class _Phases:
         )
         # One labeller per prompt text: raters sharing a prompt share the trace's prepared request.
         prompt_of = {r: texts.get(variants.get(r), run.instructions) for r in raters}
-        labellers = {text: _GateLabeller(run, taxonomy, text) for text in set(prompt_of.values())}
+        labellers = {text: GateLabeller(run, taxonomy, text) for text in set(prompt_of.values())}
         for trace in Trace.objects.filter(pk__in=run.held_ids).order_by("pk"):
             todo = [r for r in raters if (r, str(trace.pk)) not in done]
             requests = {text: labellers[text].prepare(trace) for text in {prompt_of[r] for r in todo}}
             for rater in todo:
-                call = _gate_call(labellers[prompt_of[rater]], requests[prompt_of[rater]])
+                call = gate_call(labellers[prompt_of[rater]], requests[prompt_of[rater]])
                 yield Ask("gate", rater, str(trace.pk), trace.pk, call)
 
     def _gate(self) -> None:
@@ -320,96 +300,6 @@ class _Shim(SimpleNamespace):
 
     def __init__(self, run: DiscoveryRun, model: str):
         super().__init__(project=run.project, endpoint=run.endpoint, model=model)
-
-
-class _GateLabeller(Labeller):
-    """The LLM rater's labeller with the candidates added to the taxonomy, and the project's prompt version
-    as the run recorded it. Only prepare/ask are used: its answers are never stored as labels."""
-
-    def __init__(self, run: DiscoveryRun, taxonomy: PromptTaxonomy, instructions: str):
-        self.run = SimpleNamespace(prompt=SimpleNamespace(instructions=instructions), endpoint=run.endpoint)
-        self.client = None
-        self.taxonomy, self.modes = taxonomy, {}
-        self.options = long_trace_options(run.endpoint)
-
-
-def _gate_call(labeller: _GateLabeller, request) -> Callable[[ChatClient], Reply]:
-    def call(client: ChatClient) -> Reply:
-        asker = Labeller.__new__(Labeller)
-        asker.run, asker.client, asker.taxonomy = labeller.run, client, labeller.taxonomy
-        asker.modes, asker.options = {}, labeller.options
-        outcome = asker.ask(request)
-        if outcome.answer is None:
-            return Reply(None, outcome.error, outcome.tokens[2], outcome.unavailable)
-        labels = [
-            {"code": label.code, "steps": list(label.steps), "reason": label.reason}
-            for label in outcome.answer.labels
-        ]
-        return Reply({"labels": labels, "summary": outcome.answer.summary}, "", outcome.tokens[2])
-
-    return call
-
-
-def _analysis_call(
-    trace: Trace, requests: list[induce.AnalysisRequest], codes: Sequence[str]
-) -> Callable[[ChatClient], Reply]:
-    """A trace's analysis: its one request, or one per window (each answer citing only its window's
-    steps), the windows' failures joined. The answer records how many requests the trace took."""
-
-    def parser(request: induce.AnalysisRequest) -> Callable[[str], list[induce.Analysis]]:
-        return lambda text: induce.parse_analysis(
-            text, trace=trace.pk, external_id=trace.external_id, steps=request.steps, codes=codes
-        )
-
-    def merge(parts: list[list[induce.Analysis]]) -> dict:
-        found = induce.merge_analyses(parts)
-        return {"failures": [a.as_dict() for a in found], "windows": len(requests), "cut": requests[0].cut}
-
-    return _json_call([(r.where, r.messages, parser(r)) for r in requests], merge)
-
-
-Part = tuple[str, list[dict], Callable[[str], Any]]  # (where, for errors; messages; parse)
-
-
-def _json_call(
-    parts: Sequence[Part], merge: Callable[[list], dict] | None = None
-) -> Callable[[ChatClient], Reply]:
-    """Ask each part in turn (one retry with the reason shown to the model, as the LLM rater does) and
-    merge the parsed answers (`merge`; without it, the one part's answer). All or nothing: the first part
-    that fails fails the item, and the parts after it are not asked."""
-
-    def call(client: ChatClient) -> Reply:
-        spent = [0]
-        found = []
-        for where, messages, parse in parts:
-            try:
-                parsed, problem = _ask_json(client, messages, parse, spent)
-            except LLMConfigError:
-                raise
-            except LLMError as error:
-                unavailable = isinstance(error, LLMUnavailable)
-                return Reply(None, where + client.redact(str(error)), spent[0], unavailable)
-            if problem:
-                return Reply(None, where + problem, spent[0])
-            found.append(parsed)
-        return Reply(merge(found) if merge else found[0], "", spent[0])
-
-    return call
-
-
-def _ask_json(client: ChatClient, messages: list[dict], parse: Callable[[str], Any], spent: list[int]):
-    """(the parsed answer, "") or (None, why it is malformed, twice); `spent` counts the tokens."""
-    first = client.complete(messages)
-    spent[0] += first.total_tokens
-    try:
-        return parse(first.text), ""
-    except MalformedAnswer as problem:
-        retry = client.complete(messages + correction_messages(first.text, str(problem)))
-        spent[0] += retry.total_tokens
-        try:
-            return parse(retry.text), ""
-        except MalformedAnswer as again:
-            return None, f"malformed answer, twice: {problem}; on retry: {again}"
 
 
 def _step_texts(cited: set[tuple[int, int]], allowed: list[int]) -> dict[tuple[int, int], str]:
