@@ -135,6 +135,10 @@ class DiscoveryEstimateSerializer(serializers.Serializer):
     requests = serializers.IntegerField()
     prompt_tokens = serializers.IntegerField()
     max_completion_tokens = serializers.IntegerField()
+    max_embedding_requests = serializers.IntegerField(help_text="With an embeddings model; 0 without")
+    max_embedding_tokens = serializers.IntegerField(
+        help_text="Embedding tokens at most (counted against the token cap, priced at the prompt price)"
+    )
     max_cost = serializers.CharField(allow_null=True, help_text="With the endpoint's prices; null without")
 
 

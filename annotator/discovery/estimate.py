@@ -1,20 +1,29 @@
 """What a discovery run would cost before it spends anything: its requests and tokens, and with the
 endpoint's prices, money.
 
-The analyses' and the gate's prompts are built exactly as the run builds them and counted as the client
-counts an answer without `usage` (annotator.llm.client.estimate_tokens); the gate is counted with the
-current modes only (the candidates are not known yet: each adds a few lines to its prompt). The naming
-requests are bounded by a third of the induction sample (a group needs three traces), each counted at the
-size of its largest prompt. Completion tokens are an upper bound: every request answered with `max_tokens`.
+The analyses' and the gate's prompts are built exactly as the run builds them (a long trace as one request
+per window, with the LLM rater's settings) and counted as the client counts an answer without `usage`
+(annotator.llm.client.estimate_tokens); the gate is counted with the current modes only (the candidates are
+not known yet: each adds a few lines to its prompt). The naming requests are bounded by a third of the
+induction sample (a group needs three traces), each counted at the size of its largest prompt. Completion
+tokens are an upper bound: every request answered with `max_tokens`.
+
+With an embeddings model set, the analyses' texts are embedded before naming. Those texts are drawn from
+the analyses' answers, so their tokens are bounded by the analyses' completion tokens (`max_tokens` a
+request), and their requests by MAX_FAILURES analyses a request in batches of EMBED_BATCH. They are priced
+at the prompt price (an upper bound for the embedding models we know) and count against the run's token
+cap like any other tokens.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from decimal import Decimal
 
 from annotator.access import ProjectAccess
 from annotator.discovery import induce
+from annotator.discovery.process import EMBED_BATCH
 from annotator.discovery.service import check_raters, check_size, parse_scope, scope_ids, split_sample
 from annotator.llm.client import estimate_tokens, message_chars
 from annotator.llm.windows import window_messages
@@ -38,10 +47,17 @@ class DiscoveryEstimate:
     prompt_tokens: int
     max_completion_tokens: int
     max_cost: Decimal | None
+    max_embedding_requests: int = 0  # with an embeddings model only
+    max_embedding_tokens: int = 0
 
     @property
     def requests(self) -> int:
-        return self.analysis_requests + self.max_naming_requests + self.gate_requests
+        return (
+            self.analysis_requests
+            + self.max_naming_requests
+            + self.gate_requests
+            + self.max_embedding_requests
+        )
 
     def as_dict(self) -> dict:
         return {
@@ -83,22 +99,27 @@ def estimate_discovery(
     taxonomy, _ = project_taxonomy(project)
     options = long_trace_options(endpoint_snapshot(config, model))
     instructions = current_prompt(project).instructions
-    prompt = gate_requests = 0
+    prompt = gate_requests = analysis_requests = 0
     for trace, steps in traces_with_steps(induce_ids):
-        messages = induce.analysis_messages(taxonomy, prompt_trace_of(trace, steps), budget=options["budget"])
-        prompt += estimate_tokens(message_chars(messages))
+        for request in induce.analysis_requests(taxonomy, prompt_trace_of(trace, steps), **options):
+            analysis_requests += 1
+            prompt += estimate_tokens(message_chars(request.messages))
     for trace, steps in traces_with_steps(held):
         windows = window_messages(taxonomy, prompt_trace_of(trace, steps), instructions, **options)
         gate_requests += len(windows) * len(raters)
         prompt += len(raters) * sum(estimate_tokens(message_chars(w.messages)) for w in windows)
     naming = len(induce_ids) // induce.MIN_EXAMPLES
     prompt += naming * NAMING_PROMPT_TOKENS
-    requests = len(induce_ids) + naming + gate_requests
+    requests = analysis_requests + naming + gate_requests
     completion = requests * config.max_tokens
+    embedding_requests = embedding_tokens = 0
+    if config.embeddings_model.strip():
+        embedding_tokens = analysis_requests * config.max_tokens
+        embedding_requests = math.ceil(analysis_requests * induce.MAX_FAILURES / EMBED_BATCH)
     cost = None
     if config.prompt_price_per_million is not None and config.completion_price_per_million is not None:
         cost = (
-            prompt * config.prompt_price_per_million / MILLION
+            (prompt + embedding_tokens) * config.prompt_price_per_million / MILLION
             + completion * config.completion_price_per_million / MILLION
         ).quantize(CENT)
     return DiscoveryEstimate(
@@ -106,10 +127,12 @@ def estimate_discovery(
         induction_traces=len(induce_ids),
         gate_traces=len(held),
         raters=len(raters),
-        analysis_requests=len(induce_ids),
+        analysis_requests=analysis_requests,
         max_naming_requests=naming,
         gate_requests=gate_requests,
         prompt_tokens=prompt,
         max_completion_tokens=completion,
         max_cost=cost,
+        max_embedding_requests=embedding_requests,
+        max_embedding_tokens=embedding_tokens,
     )

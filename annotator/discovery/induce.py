@@ -2,7 +2,10 @@
 consolidation. Pure: no Django.
 
 (a) Each trace of the induction sample gets an analysis: what went wrong, where (the trace's own step
-numbers), verbatim quotes, and which current modes cover it (or none). (b) The analyses no current mode
+numbers), verbatim quotes, and which current modes cover it (or none). A trace over the character budget is
+read as the LLM rater reads it (its settings' choice): in overlapping windows of consecutive steps, each
+window's answer citing only its own steps and the windows' failures joined, or in one request with its
+middle cut out. (b) The analyses no current mode
 covers are grouped by the similarity of their words (TF-IDF with scikit-learn, cosine distance,
 average-linkage clustering; or vectors the endpoint gave) and groups with fewer than `min_support` traces are
 left out; the model names and defines one candidate per group. (c) Consolidation is done by code, never by
@@ -20,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from annotator.llm.parse import MalformedAnswer, extract_json
-from annotator.llm.prompt import PromptTaxonomy, PromptTrace, render_taxonomy, user_message
+from annotator.llm.prompt import PromptTaxonomy, PromptTrace, render_taxonomy, trace_header, user_message
+from annotator.llm.windows import CUT, DEFAULT_OVERLAP, PromptWindow, step_windows
 
 MAX_FAILURES = 10
 MAX_TEXT = 1_000
@@ -135,8 +139,82 @@ class Candidate:
 
 
 def analysis_messages(taxonomy: PromptTaxonomy, trace: PromptTrace, *, budget: int) -> list[dict[str, str]]:
+    """One request about the whole trace (a trace over `budget` has its middle cut, marked)."""
+    return [_analysis_system(taxonomy), {"role": "user", "content": user_message(trace, budget)}]
+
+
+def _analysis_system(taxonomy: PromptTaxonomy) -> dict[str, str]:
     system = "\n\n".join([ANALYSE_INSTRUCTIONS, render_taxonomy(taxonomy), ANALYSE_CONTRACT])
-    return [{"role": "system", "content": system}, {"role": "user", "content": user_message(trace, budget)}]
+    return {"role": "system", "content": system}
+
+
+@dataclass(frozen=True)
+class AnalysisRequest:
+    """One request of a trace's analysis: the steps it shows (the trace's own numbers, the only ones its
+    answer may cite) and its messages. `window` names it when the trace is read in several."""
+
+    steps: frozenset[int]
+    messages: list[dict[str, str]]
+    window: PromptWindow | None = None
+    cut: bool = False  # the trace was over the budget and its middle steps were cut out (marked)
+
+    @property
+    def where(self) -> str:
+        return f"{self.window.label}: " if self.window is not None else ""
+
+
+def analysis_requests(
+    taxonomy: PromptTaxonomy,
+    trace: PromptTrace,
+    *,
+    budget: int,
+    long_traces: str = CUT,
+    overlap: int = DEFAULT_OVERLAP,
+) -> list[AnalysisRequest]:
+    """The requests that analyse `trace`, with the LLM rater's choice for long traces (its settings): one
+    request when the trace fits `budget` or `long_traces` is "cut" (the middle then cut, marked); else one
+    per window of consecutive steps (annotator.llm.windows.step_windows), so a failure in the middle of a
+    long trace is read like any other."""
+    split = step_windows(trace, budget=budget, overlap=overlap)
+    if long_traces == CUT or not split:
+        steps = frozenset(s.index for s in trace.steps)
+        return [AnalysisRequest(steps, analysis_messages(taxonomy, trace, budget=budget), cut=bool(split))]
+    system = _analysis_system(taxonomy)
+    out = []
+    for window, rendered in split:
+        user = "\n".join(
+            [
+                *trace_header(trace),
+                f"It is too long for one request, so it is read in {window.of} overlapping windows of "
+                f"consecutive steps. This is window {window.number} of {window.of}: steps {window.first} "
+                f"to {window.last}.",
+                f"Step numbers are the trace's own: cite and quote only steps {window.first} to "
+                f"{window.last}, as numbered below. Say only what these steps show (the other windows cover "
+                'the rest); if they show nothing wrong, answer an empty "failures" list.',
+                "",
+                rendered,
+                "",
+                "Now answer with the JSON object.",
+            ]
+        )
+        steps = frozenset(s.index for s in trace.steps if window.first <= s.index <= window.last)
+        out.append(AnalysisRequest(steps, [system, {"role": "user", "content": user}], window))
+    return out
+
+
+def merge_analyses(parts: Sequence[Sequence[Analysis]]) -> list[Analysis]:
+    """The failures of a trace's windows, in window order; a failure two overlapping windows both report
+    (the same quotes) is kept once."""
+    seen: set[tuple[Quote, ...]] = set()
+    out = []
+    for part in parts:
+        for analysis in part:
+            key = tuple(sorted(analysis.quotes, key=lambda q: (q.step, q.text)))
+            if key and key in seen:
+                continue
+            seen.add(key)
+            out.append(analysis)
+    return out
 
 
 def _text(value: Any, what: str, limit: int) -> str:

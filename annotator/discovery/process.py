@@ -1,7 +1,9 @@
 """Process a discovery or gate run: its phases in order, each a flight of model requests.
 
-- analyse (discovery only): one request per trace of the induction sample (annotator.discovery.induce);
-- name: the uncovered analyses grouped by code (TF-IDF), one request per group, then consolidation by code;
+- analyse (discovery only): one item per trace of the induction sample (annotator.discovery.induce): one
+  request, or one per window of a trace over the budget (the LLM rater's long-trace setting);
+- name: the uncovered analyses grouped (TF-IDF, or the endpoint's embeddings in batches), one request per
+  group, then consolidation by code;
 - gate: every rater model applies the current modes plus the candidates to every held-out trace, with the
   LLM rater's prompt and answer format (annotator.services.llm.labeller.Labeller: windows for long traces,
   one retry on a malformed answer), each request carrying its rater's model name; then the statistics
@@ -9,16 +11,17 @@
 
 Every answer is a DiscoveryAnswer row keyed (run, phase, rater, key): a stopped or resumed run asks only
 what has no row, and a redelivered task finds the rows already there. Requests go through the project's
-client (annotator.llm.client: shared rate limit, Retry-After, cancel) from a thread pool of the endpoint's
-concurrency; the run's token cap and the owner's stop are checked before every request.
+client (annotator.llm.client: shared rate limit, Retry-After, cancel) in the flight loop every model run
+shares (annotator.services.llm.flight: `concurrency` in flight). The owner's stop and the token cap are
+checked before every request and every embedding batch (whose tokens count); a configuration error, or
+UNAVAILABLE_LIMIT answers in a row that found the endpoint unavailable, fail the run.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from concurrent.futures import Future
 from types import SimpleNamespace
 from typing import Any
 
@@ -28,26 +31,32 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotator.discovery import induce
+from annotator.discovery.asks import Ask, GateLabeller, Reply, analysis_call, gate_call, json_call
 from annotator.discovery.gate_stats import RaterAnswer, gate
-from annotator.llm.client import ChatClient, LLMCancelled, LLMConfigError, LLMError
-from annotator.llm.parse import MalformedAnswer
-from annotator.llm.prompt import PromptMode, PromptTaxonomy, correction_messages
+from annotator.llm.client import (
+    ChatClient,
+    LLMCancelled,
+    LLMConfigError,
+    LLMError,
+    LLMUnavailable,
+    estimate_tokens,
+)
+from annotator.llm.prompt import PromptMode, PromptTaxonomy
 from annotator.models import DiscoveryAnswer, DiscoveryRun, PromptTemplate
 from annotator.services.jobs import heartbeat
+from annotator.services.llm.flight import TOKEN_CAP_REACHED, Flight
 from annotator.services.llm.labeller import (
-    Labeller,
     long_trace_options,
     make_client,
     project_taxonomy,
     prompt_trace,
 )
-from annotator.services.llm.process import TOKEN_CAP_REACHED
 from traces.models import Step, Trace
 
 log = logging.getLogger(__name__)
 
-WAKE_SECONDS = 5.0
-EMBED_BATCH = 64
+EMBED_BATCH = 64  # analyses per /embeddings request
+EMBED_CHARS = 8_000  # of an analysis's text sent to the embeddings model
 LOCK_SECONDS = 900
 
 
@@ -76,18 +85,6 @@ def do_process_discovery(run_id: int, **client_options) -> DiscoveryRun:
     return DiscoveryRun.objects.get(pk=run_id)
 
 
-@dataclass
-class Ask:
-    """One request: `call(client)` runs in a pool thread (HTTP only) and returns (answer JSON or None,
-    error, tokens); the row is written by the processing thread."""
-
-    phase: str
-    rater: str
-    key: str
-    trace_id: int | None
-    call: Callable[[ChatClient], tuple[dict | None, str, int]]
-
-
 class _Phases:
     def __init__(self, run: DiscoveryRun, client_options: dict):
         self.run, self.client_options = run, client_options
@@ -102,7 +99,7 @@ class _Phases:
                 self._set_phase(DiscoveryRun.Phase.NAME)
             if run.phase == DiscoveryRun.Phase.NAME:
                 groups = self._groups()
-                if not self._fly(self._naming_asks(groups), {run.model}):
+                if groups is None or not self._fly(self._naming_asks(groups), {run.model}):
                     return
                 self._consolidate(groups)
                 self._set_phase(DiscoveryRun.Phase.GATE)
@@ -130,31 +127,22 @@ class _Phases:
 
     def _analysis_asks(self) -> Iterator[Ask]:
         run, done = self.run, self._answered(DiscoveryAnswer.Phase.ANALYSE)
-        budget = long_trace_options(run.endpoint)["budget"]
+        options = long_trace_options(run.endpoint)
         codes = self.taxonomy.codes
         pending = [pk for pk in run.induction_ids if (run.model, str(pk)) not in done]
         self._total(len(run.induction_ids), len(run.induction_ids) - len(pending))
         for trace in Trace.objects.filter(pk__in=pending).order_by("pk"):
-            prompt = prompt_trace(trace)
-            messages = induce.analysis_messages(self.taxonomy, prompt, budget=budget)
-            steps = frozenset(s.index for s in prompt.steps)
-
-            def parse(text: str, trace=trace, steps=steps) -> dict:
-                found = induce.parse_analysis(
-                    text, trace=trace.pk, external_id=trace.external_id, steps=steps, codes=codes
-                )
-                return {"failures": [a.as_dict() for a in found]}
-
-            yield Ask("analyse", run.model, str(trace.pk), trace.pk, _json_call(messages, parse))
+            requests = induce.analysis_requests(self.taxonomy, prompt_trace(trace), **options)
+            yield Ask("analyse", run.model, str(trace.pk), trace.pk, analysis_call(trace, requests, codes))
 
     def _analyses(self) -> list[induce.Analysis]:
         rows = self.run.answers.filter(phase=DiscoveryAnswer.Phase.ANALYSE, ok=True).order_by("trace_id")
         return [induce.Analysis.from_dict(a) for row in rows for a in row.answer.get("failures", [])]
 
-    def _groups(self) -> list[list[induce.Analysis]]:
+    def _groups(self) -> list[list[induce.Analysis]] | None:
         """The uncovered analyses grouped by their words (TF-IDF), or by the endpoint's embeddings when the
         owner set an embedding model. Kept with the run once computed, so a resumed run names the same
-        groups (embeddings are not asked twice)."""
+        groups (embeddings are not asked twice). None when the run was stopped or capped while embedding."""
         loose = induce.uncovered(self._analyses())
         stored = (self.run.results or {}).get("groups")
         if stored is None:
@@ -163,7 +151,10 @@ class _Phases:
             if not loose:
                 rows = []
             elif model:
-                rows = induce.group_vectors(self._embed(texts, model), threshold=induce.EMBEDDING_THRESHOLD)
+                vectors = self._embed(texts, model)
+                if vectors is None:
+                    return None
+                rows = induce.group_vectors(vectors, threshold=induce.EMBEDDING_THRESHOLD)
             else:
                 rows = induce.group_vectors(induce.tfidf_vectors(texts))
             stored = [list(group) for group in rows]
@@ -175,18 +166,25 @@ class _Phases:
         return [[loose[i] for i in group] for group in stored]
 
     def _embed(self, texts: list[str], model: str):
-        """Unit vectors from the endpoint's /embeddings, EMBED_BATCH texts a request."""
+        """Unit vectors from the endpoint's /embeddings, EMBED_BATCH texts a request. The run's tokens count
+        every batch (the server's usage, else estimated as the client estimates a completion), and before
+        each batch the owner's stop and the token cap are checked as before any other request: None then
+        (the vectors are not kept; a resumed run embeds again)."""
         import numpy as np
 
-        client = make_client(_Shim(self.run, model), **self.client_options)
         rows: list[list[float]] = []
-        with client:
+        with make_client(_Shim(self.run, model), **self.client_options) as client:
             for start in range(0, len(texts), EMBED_BATCH):
-                found = client.embed(texts[start : start + EMBED_BATCH], model)
+                if not _may_go_on(self.run):
+                    return None
+                batch = [text[:EMBED_CHARS] or " " for text in texts[start : start + EMBED_BATCH]]
+                found = client.embed(batch, model)
                 rows.extend(found.vectors)
+                tokens = found.total_tokens or sum(estimate_tokens(len(text)) for text in batch)
                 DiscoveryRun.objects.filter(pk=self.run.pk).update(
-                    tokens_used=F("tokens_used") + found.total_tokens
+                    tokens_used=F("tokens_used") + tokens, heartbeat_at=timezone.now()
                 )
+                cache.touch(_lock_key(self.run.pk), LOCK_SECONDS)
         vectors = np.asarray(rows, dtype=float)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
@@ -202,7 +200,7 @@ class _Phases:
             def parse(text: str, group=group) -> dict:
                 return induce.parse_candidate(text, group).as_dict()
 
-            yield Ask("name", run.model, str(n), None, _json_call(messages, parse))
+            yield Ask("name", run.model, str(n), None, json_call([("", messages, parse)]))
 
     def _consolidate(self, groups: list[list[induce.Analysis]]) -> None:
         rows = self.run.answers.filter(phase=DiscoveryAnswer.Phase.NAME, ok=True).order_by("id")
@@ -240,12 +238,12 @@ class _Phases:
         )
         # One labeller per prompt text: raters sharing a prompt share the trace's prepared request.
         prompt_of = {r: texts.get(variants.get(r), run.instructions) for r in raters}
-        labellers = {text: _GateLabeller(run, taxonomy, text) for text in set(prompt_of.values())}
+        labellers = {text: GateLabeller(run, taxonomy, text) for text in set(prompt_of.values())}
         for trace in Trace.objects.filter(pk__in=run.held_ids).order_by("pk"):
             todo = [r for r in raters if (r, str(trace.pk)) not in done]
             requests = {text: labellers[text].prepare(trace) for text in {prompt_of[r] for r in todo}}
             for rater in todo:
-                call = _gate_call(labellers[prompt_of[rater]], requests[prompt_of[rater]])
+                call = gate_call(labellers[prompt_of[rater]], requests[prompt_of[rater]])
                 yield Ask("gate", rater, str(trace.pk), trace.pk, call)
 
     def _gate(self) -> None:
@@ -290,7 +288,11 @@ class _Phases:
         clients = {
             m: make_client(_Shim(self.run, m.partition("@")[0]), **self.client_options) for m in models
         }
-        return _Flight(self.run, clients).fly(asks)
+        try:
+            return _Flight(self.run, clients).fly(asks)
+        finally:
+            for client in clients.values():
+                client.close()
 
 
 class _Shim(SimpleNamespace):
@@ -298,54 +300,6 @@ class _Shim(SimpleNamespace):
 
     def __init__(self, run: DiscoveryRun, model: str):
         super().__init__(project=run.project, endpoint=run.endpoint, model=model)
-
-
-class _GateLabeller(Labeller):
-    """The LLM rater's labeller with the candidates added to the taxonomy, and the project's prompt version
-    as the run recorded it. Only prepare/ask are used: its answers are never stored as labels."""
-
-    def __init__(self, run: DiscoveryRun, taxonomy: PromptTaxonomy, instructions: str):
-        self.run = SimpleNamespace(prompt=SimpleNamespace(instructions=instructions), endpoint=run.endpoint)
-        self.client = None
-        self.taxonomy, self.modes = taxonomy, {}
-        self.options = long_trace_options(run.endpoint)
-
-
-def _gate_call(labeller: _GateLabeller, request) -> Callable[[ChatClient], tuple[dict | None, str, int]]:
-    def call(client: ChatClient) -> tuple[dict | None, str, int]:
-        asker = Labeller.__new__(Labeller)
-        asker.run, asker.client, asker.taxonomy = labeller.run, client, labeller.taxonomy
-        asker.modes, asker.options = {}, labeller.options
-        outcome = asker.ask(request)
-        if outcome.answer is None:
-            return None, outcome.error, outcome.tokens[2]
-        labels = [
-            {"code": label.code, "steps": list(label.steps), "reason": label.reason}
-            for label in outcome.answer.labels
-        ]
-        return {"labels": labels, "summary": outcome.answer.summary}, "", outcome.tokens[2]
-
-    return call
-
-
-def _json_call(
-    messages: list[dict], parse: Callable[[str], dict]
-) -> Callable[[ChatClient], tuple[dict | None, str, int]]:
-    """Ask, parse; one retry with the reason shown to the model, as the LLM rater does."""
-
-    def call(client: ChatClient) -> tuple[dict | None, str, int]:
-        first = client.complete(messages)
-        try:
-            return parse(first.text), "", first.total_tokens
-        except MalformedAnswer as problem:
-            retry = client.complete(messages + correction_messages(first.text, str(problem)))
-            tokens = first.total_tokens + retry.total_tokens
-            try:
-                return parse(retry.text), "", tokens
-            except MalformedAnswer as again:
-                return None, f"malformed answer, twice: {problem}; on retry: {again}", tokens
-
-    return call
 
 
 def _step_texts(cited: set[tuple[int, int]], allowed: list[int]) -> dict[tuple[int, int], str]:
@@ -365,73 +319,62 @@ def _step_texts(cited: set[tuple[int, int]], allowed: list[int]) -> dict[tuple[i
     return out
 
 
-class _Flight:
-    """Up to `concurrency` asks in a thread pool; each answer recorded by this thread as it arrives."""
+def _may_go_on(run: DiscoveryRun) -> bool:
+    """Whether the run may send one more request: still running (not stopped by the owner) and under its
+    token cap (reaching it ends the run as stopped, like an LLM run)."""
+    status, used = DiscoveryRun.objects.filter(pk=run.pk).values_list("status", "tokens_used").get()
+    if status != DiscoveryRun.Status.RUNNING:
+        return False
+    if run.token_cap and used >= run.token_cap:
+        finish(run.pk, DiscoveryRun.Status.STOPPED, reason=TOKEN_CAP_REACHED)
+        return False
+    return True
+
+
+class _Flight(Flight[Ask]):
+    """A phase's asks in the shared flight loop (annotator.services.llm.flight); each answer recorded by
+    this thread as it arrives. A stop, the token cap, a configuration error or UNAVAILABLE_LIMIT answers in
+    a row that found the endpoint unavailable end the sending (the last two fail the run)."""
 
     def __init__(self, run: DiscoveryRun, clients: dict[str, ChatClient]):
-        self.run, self.clients = run, clients
-        self.concurrency = max(1, int(run.endpoint.get("concurrency") or 1))
-        self.flying: dict[Future, Ask] = {}
-        self.sending = True
+        super().__init__(
+            concurrency=int(run.endpoint.get("concurrency") or 1),
+            thread_name=f"discovery-{run.pk}",
+            clients=list(clients.values()),
+            lock_key=_lock_key(run.pk),
+            lock_seconds=LOCK_SECONDS,
+        )
+        self.run, self.by_rater = run, clients
 
-    def fly(self, asks: Iterator[Ask]) -> bool:
-        exhausted = False
-        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix=f"discovery-{self.run.pk}")
-        try:
-            while True:
-                while self.sending and not exhausted and len(self.flying) < self.concurrency:
-                    if not self._may_send():
-                        break
-                    ask = next(asks, None)
-                    if ask is None:
-                        exhausted = True
-                        break
-                    self.flying[pool.submit(ask.call, self.clients[ask.rater])] = ask
-                if not self.flying:
-                    break
-                done, _ = wait(self.flying, timeout=WAKE_SECONDS, return_when=FIRST_COMPLETED)
-                cache.touch(_lock_key(self.run.pk), LOCK_SECONDS)
-                for future in done:
-                    self._collect(future)
-                if self.sending and not done:
-                    self._may_send()
-        except BaseException:
-            self._cancel()
-            raise
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-            for client in self.clients.values():
-                client.close()
-        return exhausted and self.sending
-
-    def _cancel(self) -> None:
-        self.sending = False
-        for client in self.clients.values():
-            client.cancel()
-
-    def _may_send(self) -> bool:
-        if not self.sending:
-            return False
-        status, used = DiscoveryRun.objects.filter(pk=self.run.pk).values_list("status", "tokens_used").get()
-        if status != DiscoveryRun.Status.RUNNING:
-            self._cancel()
-        elif self.run.token_cap and used >= self.run.token_cap:
-            self._cancel()
-            finish(self.run.pk, DiscoveryRun.Status.STOPPED, reason=TOKEN_CAP_REACHED)
+    def may_send(self) -> bool:
+        if self.sending and not _may_go_on(self.run):
+            self.cancel()
         return self.sending
 
-    def _collect(self, future: Future) -> None:
-        ask = self.flying.pop(future)
+    def prepare(self, ask: Ask) -> Callable[[], Reply]:
+        client = self.by_rater[ask.rater]
+        return lambda: ask.call(client)
+
+    def _fail(self, error: str) -> None:
+        self.cancel()
+        finish(self.run.pk, DiscoveryRun.Status.FAILED, error=error)
+
+    def collect(self, ask: Ask, future: Future) -> None:
+        client = self.by_rater[ask.rater]
         try:
-            answer, error, tokens = future.result()
+            reply = future.result()
         except LLMCancelled:
             return  # never sent: asked again on resume
         except LLMConfigError as error:
-            self._cancel()
-            finish(self.run.pk, DiscoveryRun.Status.FAILED, error=self.clients[ask.rater].redact(str(error)))
+            self._fail(client.redact(str(error)))
             return
         except LLMError as error:
-            answer, error, tokens = None, self.clients[ask.rater].redact(str(error)), 0
+            reply = Reply(None, client.redact(str(error)), 0, isinstance(error, LLMUnavailable))
+        self._store(ask, reply)
+        if self.count_unavailable(reply.unavailable):
+            self._fail(f"the endpoint is unavailable: {reply.error}")
+
+    def _store(self, ask: Ask, reply: Reply) -> None:
         with transaction.atomic():
             try:
                 with transaction.atomic():
@@ -441,16 +384,16 @@ class _Flight:
                         rater=ask.rater,
                         key=ask.key,
                         trace_id=ask.trace_id,
-                        ok=answer is not None,
-                        answer=answer or {},
-                        error=error[:2_000],
-                        tokens=tokens,
+                        ok=reply.answer is not None,
+                        answer=reply.answer or {},
+                        error=reply.error[:2_000],
+                        tokens=reply.tokens,
                     )
             except IntegrityError:
                 return  # another worker recorded it first
-            counter = "done" if answer is not None else "failed"
+            counter = "done" if reply.answer is not None else "failed"
             DiscoveryRun.objects.filter(pk=self.run.pk).update(
                 **{counter: F(counter) + 1},
-                tokens_used=F("tokens_used") + tokens,
+                tokens_used=F("tokens_used") + reply.tokens,
                 heartbeat_at=timezone.now(),
             )

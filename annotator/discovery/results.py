@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from annotator.models import DiscoveryRun
+from annotator.llm.windows import CUT
+from annotator.models import DiscoveryAnswer, DiscoveryRun
+from annotator.services.llm.labeller import long_trace_options
 
 
 def methods_paragraph(run: DiscoveryRun) -> str:
@@ -26,13 +28,39 @@ def methods_paragraph(run: DiscoveryRun) -> str:
         f"Candidate failure modes were induced from a random sample of {len(run.induction_ids)} traces of "
         f"{_scope(run)} with the model {run.model}. For each trace the model described what went wrong, the "
         "steps where it shows, verbatim quotes from those steps, and which of the current modes cover it. "
-        f"Analyses no current mode covers were represented by {_vectors(run)} and grouped by "
+        + _long_traces(run)
+        + f"Analyses no current mode covers were represented by {_vectors(run)} and grouped by "
         "average-linkage clustering on cosine distance; groups of at least three traces were named and "
         "defined by the model, with examples citing trace, step and quote. Consolidation was done by code: "
         "a candidate any of whose example quotes was not found verbatim in the cited step was dropped, a "
         "candidate whose definition was most similar to a current mode's (TF-IDF cosine >= 0.3) was dropped "
         "as a restatement of that mode, and near-duplicate candidates (cosine >= 0.5) were merged. "
         + gate.replace("held-out traces", "held-out traces that induction did not see", 1)
+    )
+
+
+def _long_traces(run: DiscoveryRun) -> str:
+    """How the analyses read traces over the character budget, and how many there were."""
+    options = long_trace_options(run.endpoint)
+    budget = f"{options['budget']:,} characters"
+    analyses = run.answers.filter(phase=DiscoveryAnswer.Phase.ANALYSE)
+    windowed = analyses.filter(answer__windows__gt=1).count()
+    cut = analyses.filter(answer__cut=True).count()
+    if options["long_traces"] == CUT:
+        if not cut:
+            return f"Every trace fit the budget of {budget} in one request. "
+        return (
+            f"{cut} of the traces analysed exceeded the budget of {budget} and had their middle cut out: the "
+            "model saw the steps from the start and from the end that fit half the budget each, with a "
+            "marker naming the steps left out, and could neither describe nor quote those. "
+        )
+    if not windowed:
+        return f"Every trace fit the budget of {budget} in one request. "
+    return (
+        f"{windowed} of the traces analysed exceeded the budget of {budget} and were read in overlapping "
+        f"windows of consecutive steps ({options['overlap']} steps shared), one request each, every step seen "
+        "once at least; each window's answer could cite only its own steps, numbered as in the trace, and "
+        "the windows' failures were joined. "
     )
 
 

@@ -103,6 +103,28 @@ def plan_windows(sizes: Sequence[int], budget: int, overlap: int) -> list[tuple[
         start = end - back
 
 
+def step_windows(
+    trace: PromptTrace, *, budget: int, overlap: int = DEFAULT_OVERLAP
+) -> list[tuple[PromptWindow, str]]:
+    """The trace's steps in windows within `budget` (`plan_windows`), each as (the window, without messages;
+    its steps rendered as the prompt shows them); empty when the whole trace fits in one request. Shared by
+    the LLM rater and discovery's analyses, so both split a long trace the same way."""
+    budget = max(budget, MIN_BUDGET)
+    steps = trace.steps
+    blocks = [render_step(step, step_limit=step_limit(budget)) for step in steps]
+    sizes = [len(block) + SEPARATOR for block in blocks]
+    if sum(sizes) <= budget:
+        return []
+    plan = plan_windows(sizes, budget, max(0, overlap))
+    return [
+        (
+            PromptWindow(number, len(plan), steps[start].index, steps[end - 1].index, []),
+            "\n\n".join(blocks[start:end]),
+        )
+        for number, (start, end) in enumerate(plan, start=1)
+    ]
+
+
 def window_messages(
     taxonomy: PromptTaxonomy,
     trace: PromptTrace,
@@ -118,20 +140,17 @@ def window_messages(
     steps = trace.steps
     first, last = (steps[0].index, steps[-1].index) if steps else (0, -1)
     whole = PromptWindow(1, 1, first, last, [])
-    if long_traces == CUT:
-        return [replace(whole, messages=build_messages(taxonomy, trace, instructions, budget=budget))]
-    blocks = [render_step(step, step_limit=step_limit(budget)) for step in steps]
-    sizes = [len(block) + SEPARATOR for block in blocks]
-    if sum(sizes) <= budget:
+    split = [] if long_traces == CUT else step_windows(trace, budget=budget, overlap=overlap)
+    if not split:
         return [replace(whole, messages=build_messages(taxonomy, trace, instructions, budget=budget))]
     system = {"role": "system", "content": system_message(taxonomy, instructions or DEFAULT_INSTRUCTIONS)}
-    plan = plan_windows(sizes, budget, max(0, overlap))
-    windows = []
-    for number, (start, end) in enumerate(plan, start=1):
-        window = PromptWindow(number, len(plan), steps[start].index, steps[end - 1].index, [])
-        user = _window_user_message(trace, window, "\n\n".join(blocks[start:end]))
-        windows.append(replace(window, messages=[system, {"role": "user", "content": user}]))
-    return windows
+    return [
+        replace(
+            window,
+            messages=[system, {"role": "user", "content": _window_user_message(trace, window, rendered)}],
+        )
+        for window, rendered in split
+    ]
 
 
 def _window_user_message(trace: PromptTrace, window: PromptWindow, rendered: str) -> str:

@@ -8,6 +8,12 @@ died fits nothing twice (the fitted model is stored first) and writes only the t
 After an import the task `annotator.similar.update` writes the new traces' vectors in the current version
 (the same fitted model, the same embeddings model), or starts the project's first build.
 
+Spending is bounded: with an embeddings model, a representation holds at most MAX_EMBEDDED_TRACES traces,
+each sent as at most EMBED_CHARS characters (about 2,000 tokens), so a build, and the updates after it, spend
+at most about MAX_EMBEDDED_TRACES x 2,000 tokens in all. A project over the cap is refused before anything
+is sent (an update stops before the chunk that would cross it): TF-IDF, which costs nothing, has no cap. The
+requests share the project's rate limit and pauses with its LLM runs.
+
 Each process keeps the matrix of the few representations it searched last (`index_for`), keyed by
 (project, version) and checked against the row's `generation`, which every write of vectors bumps.
 """
@@ -56,6 +62,7 @@ CHUNK_TRACES = 500  # traces per transaction of vectors
 FIT_SAMPLE = 5_000  # traces the TF-IDF is fitted on (all of them below that)
 EMBED_BATCH = 32  # texts per /embeddings request
 EMBED_CHARS = 8_000  # of a trace's text sent to the embeddings model (about 2,000 tokens)
+MAX_EMBEDDED_TRACES = 100_000  # traces an embeddings representation holds (the spending bound: see above)
 CACHED_INDEXES = 4  # representations a process keeps in memory
 
 Method = TraceRepresentation.Method
@@ -316,7 +323,12 @@ def _write_missing(build: TraceRepresentation, vectorise: Vectorise) -> int:
     """Vectors for every trace of the project without one in `build`, a chunk per transaction; returns
     how many were written. Stops when the build was stopped or failed meanwhile."""
     written = 0
+    held = TraceVector.objects.filter(project_id=build.project_id, version=build.version).count()
+    if build.method == Method.EMBEDDINGS and held == 0:
+        _check_embedding_cap(Trace.objects.in_project(build.project_id).count())
     while ids := _missing(build, CHUNK_TRACES):
+        if build.method == Method.EMBEDDINGS:
+            _check_embedding_cap(held + written + len(ids))
         pairs = list(_texts(ids))
         vectors = vectorise([text for _, text in pairs])
         with transaction.atomic():
@@ -336,6 +348,14 @@ def _write_missing(build: TraceRepresentation, vectorise: Vectorise) -> int:
             break
         written += len(pairs)
     return written
+
+
+def _check_embedding_cap(traces: int) -> None:
+    if traces > MAX_EMBEDDED_TRACES:
+        raise SimilarError(
+            f"an embeddings representation holds at most {MAX_EMBEDDED_TRACES:,} traces and this one would "
+            f"hold {traces:,}: clear the embeddings model in the LLM settings to use TF-IDF (no cap, no cost)"
+        )
 
 
 def _chunks(ids: Sequence[int], size: int) -> Iterator[Sequence[int]]:

@@ -9,6 +9,7 @@ model would, from what the synthetic traces (annotator.discovery.synthetic) plan
 - A naming request: the pattern the analyses speak of, its code, name and definition, three examples taken
   from the analyses shown (`bad_quote`: the first example of that pattern's code gets a quote its step does
   not hold).
+- `unavailable`: every request answered 503, as by a server that is down.
 - A gate request (the LLM rater's format): each mode present when its trace shows the phrase its definition
   names; a candidate whose definition says "unclear" is applied by a coin each rater tosses differently.
 """
@@ -43,6 +44,7 @@ def _steps(user: str) -> list[tuple[int, str]]:
 class DiscoveryModel:
     def __init__(self, *, bad_quote: str = "", latency: float = 0.0) -> None:
         self.bad_quote, self.latency = bad_quote, latency
+        self.unavailable = False  # True: every request is answered 503 (the server is down)
         self.models_seen: list[str] = []
         self.embedded = 0
         self.prompts: list[str] = []  # the start of each request's system message
@@ -168,6 +170,11 @@ class DiscoveryStandIn:
                 try:
                     if standin.model.latency:
                         time.sleep(standin.model.latency)  # the model thinking (the bench measures waiting)
+                    if standin.model.unavailable:
+                        self.send_response(503)
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
                     if self.path.endswith("/embeddings"):
                         payload = standin.model.embed(body)
                     else:

@@ -96,6 +96,18 @@ def test_an_embeddings_endpoint_that_refuses_fails_the_build_with_a_reason(
     assert not TraceVector.objects.filter(project=project).exists()
 
 
+def test_an_embeddings_build_over_its_cap_is_refused_before_anything_is_sent(
+    project, planted, embeddings_server, monkeypatch
+):
+    from annotator.similar import service
+
+    monkeypatch.setattr(service, "MAX_EMBEDDED_TRACES", len(planted.all) - 1)
+    built = build(project)
+    assert built.status == "failed"
+    assert f"at most {len(planted.all) - 1} traces" in built.error and "TF-IDF" in built.error
+    assert not [seen for seen in embeddings_server.requests if seen.path == "/v1/embeddings"]
+
+
 def test_an_owner_names_the_embeddings_model_in_the_llm_settings(project, owner, embeddings_server):
     client = client_for(owner)
     url = "/api/projects/demo-project/llm-settings/"

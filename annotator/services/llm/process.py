@@ -8,7 +8,8 @@ finished traces and never stores labels twice. One worker at a time per run (a c
 dies).
 
 Concurrency: a run keeps up to `concurrency` requests in flight (the endpoint snapshot's value; the
-settings page's, or `llm_annotate --concurrency`) with a ThreadPoolExecutor. The run's own thread reads each
+settings page's, or `llm_annotate --concurrency`) in the flight loop every model run shares
+(annotator.services.llm.flight). The run's own thread reads each
 trace (`Labeller.prepare`, the ORM) and records each outcome as it arrives (`_record`, one transaction); the
 pool's threads only ask (`Labeller.ask`: HTTP and parsing, no ORM). What still holds:
 
@@ -32,7 +33,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 from django.core.cache import cache
@@ -47,6 +48,7 @@ from annotator.services.followups import schedule_report_refresh
 from annotator.services.jobs import heartbeat
 from annotator.services.label_import import LabelImportError
 from annotator.services.llm.config import add_llm_member
+from annotator.services.llm.flight import TOKEN_CAP_REACHED, Flight
 from annotator.services.llm.labeller import Labeller, Outcome, make_client, store_answer
 from taxonomy.models import FailureMode
 from traces.models import Trace
@@ -54,12 +56,6 @@ from traces.models import Trace
 log = logging.getLogger(__name__)
 
 CHUNK = 10
-# How often the run's thread wakes while every request is still out: to keep its lock and notice a stop.
-WAKE_SECONDS = 5.0
-# Consecutive traces that found the endpoint unavailable before the run gives up (instead of failing every
-# remaining trace one by one while the server is down).
-UNAVAILABLE_LIMIT = 3
-TOKEN_CAP_REACHED = "token cap reached"
 
 
 MAX_VIEW_RUN = 50_000  # the trace ids a view run keeps (in its row's JSON)
@@ -252,67 +248,29 @@ def _process(run: LLMRun, budget_seconds, on_progress, lock_seconds: int, client
         finish_run(run, LLMRun.Status.FAILED, error=str(error))
         return
     with client:
-        _Flight(run, client, deadline, on_progress, lock_seconds).fly()
+        _Flight(run, client, deadline, on_progress, lock_seconds).run_slice()
 
 
-class _Flight:
-    """One slice of a run: up to `concurrency` asks in a thread pool, each outcome recorded by this thread as
-    it arrives. The rules a run keeps are in the module's docstring."""
+class _Flight(Flight[tuple[Trace, bool]]):
+    """One slice of a run: each pending trace asked in the shared flight loop (annotator.services.llm.flight),
+    each outcome recorded by this thread as it arrives. The rules a run keeps are in the module's docstring."""
 
     def __init__(self, run: LLMRun, client: ChatClient, deadline, on_progress, lock_seconds: int):
-        self.run, self.client, self.deadline = run, client, deadline
-        self.on_progress, self.lock_seconds = on_progress, lock_seconds
+        super().__init__(
+            concurrency=int(run.endpoint.get("concurrency") or 1),
+            thread_name=f"llm-run-{run.pk}",
+            clients=[client],
+            lock_key=_lock_key(run.pk),
+            lock_seconds=lock_seconds,
+        )
+        self.run, self.client, self.deadline, self.on_progress = run, client, deadline, on_progress
         self.labeller = Labeller(run, client)
-        self.concurrency = int(run.endpoint.get("concurrency") or 1)
-        self.flying: dict[Future, Trace] = {}
-        self.sending = True  # False once the run must stop sending (stopped, capped, failed, out of time)
         # (status, reason, error) this slice ends the run with, once decided (the first reason wins).
         self.ending: tuple[str, str, str] | None = None
         self.stopped_elsewhere = False  # the owner (or the reconciliation) ended the run meanwhile
-        self.unavailable = 0
 
-    def fly(self) -> None:
-        traces = self._traces()
-        exhausted = False
-        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix=f"llm-run-{self.run.pk}")
-        try:
-            while True:
-                sent = False
-                while self.sending and not exhausted and len(self.flying) < self.concurrency:
-                    item = next(traces, None)
-                    if item is None:
-                        exhausted = True
-                        break
-                    if not self._may_send():
-                        break  # `item` stays pending
-                    trace, labelled = item
-                    if labelled:
-                        skipped = Outcome(
-                            LLMTraceResult.Status.SKIPPED, error=f"already labelled by {self.run.rater}"
-                        )
-                        self._store(trace, skipped)
-                        continue
-                    request = self.labeller.prepare(trace)
-                    self.flying[pool.submit(self.labeller.ask, request)] = trace
-                    sent = True
-                if sent:
-                    LLMRun.objects.filter(pk=self.run.pk).update(in_flight=len(self.flying))
-                if not self.flying:
-                    break
-                done, _ = wait(self.flying, timeout=WAKE_SECONDS, return_when=FIRST_COMPLETED)
-                cache.touch(_lock_key(self.run.pk), self.lock_seconds)
-                for future in done:
-                    self._collect(future)
-                if self.sending and not done:
-                    self._may_send()  # nothing came back for a while: notice a stop without waiting
-        except BaseException:
-            # This worker dies here, as if killed: what it had in flight is lost (its traces stay pending
-            # for the next claim), and nothing more is sent.
-            self.client.cancel()
-            raise
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-            LLMRun.objects.filter(pk=self.run.pk).update(in_flight=0)
+    def run_slice(self) -> None:
+        exhausted = self.fly(self._traces())
         if self.ending is not None:
             status, reason, error = self.ending
             finish_run(self.run, status, reason=reason, error=error)
@@ -331,7 +289,7 @@ class _Flight:
             for trace in Trace.objects.filter(pk__in=chunk).order_by("id"):
                 yield trace, trace.pk in labelled
 
-    def _may_send(self) -> bool:
+    def may_send(self) -> bool:
         """Whether one more request may go: the run is still running, under its token cap, in its time."""
         if not self.sending:
             return False
@@ -339,38 +297,50 @@ class _Flight:
         if status != LLMRun.Status.RUNNING:
             # Stopped by the owner: nothing more leaves; what is on the wire is still recorded.
             self.stopped_elsewhere = True
-            self._stop(cancel=True)
+            self.stop_sending(cancel=True)
         elif self.run.token_cap and tokens_used >= self.run.token_cap:
-            self._stop(LLMRun.Status.STOPPED, reason=TOKEN_CAP_REACHED)
+            self._end(LLMRun.Status.STOPPED, reason=TOKEN_CAP_REACHED)
         elif self.deadline is not None and time.monotonic() > self.deadline:
-            self._stop()
+            self.stop_sending()
         return self.sending
 
-    def _stop(self, status: str = "", *, reason: str = "", error: str = "", cancel: bool = False) -> None:
-        self.sending = False
-        if status and self.ending is None:
-            self.ending = (status, reason, error)
-        if cancel:
-            self.client.cancel()
+    def prepare(self, item: tuple[Trace, bool]):
+        trace, labelled = item
+        if labelled:
+            skipped = Outcome(LLMTraceResult.Status.SKIPPED, error=f"already labelled by {self.run.rater}")
+            self._store(trace, skipped)
+            return None
+        request = self.labeller.prepare(trace)
+        return lambda: self.labeller.ask(request)
 
-    def _collect(self, future: Future) -> None:
-        trace = self.flying.pop(future)
+    def sent(self) -> None:
+        LLMRun.objects.filter(pk=self.run.pk).update(in_flight=len(self.flying))
+
+    def landed(self) -> None:
+        LLMRun.objects.filter(pk=self.run.pk).update(in_flight=0)
+
+    def _end(self, status: str, *, reason: str = "", error: str = "", cancel: bool = False) -> None:
+        if self.ending is None:
+            self.ending = (status, reason, error)
+        self.stop_sending(cancel=cancel)
+
+    def collect(self, item: tuple[Trace, bool], future: Future) -> None:
+        trace, _ = item
         try:
             outcome = future.result()
         except LLMCancelled:
             return  # never sent: the trace stays pending
         except LLMConfigError as error:
-            self._stop(LLMRun.Status.FAILED, error=self.client.redact(str(error)), cancel=True)
+            self._end(LLMRun.Status.FAILED, error=self.client.redact(str(error)), cancel=True)
             return
         self._store(trace, outcome)
-        self.unavailable = self.unavailable + 1 if outcome.unavailable else 0
-        if self.unavailable >= UNAVAILABLE_LIMIT:
+        if self.count_unavailable(outcome.unavailable):
             reason = f"the endpoint is unavailable: {outcome.error}"
-            self._stop(LLMRun.Status.FAILED, error=reason, cancel=True)
+            self._end(LLMRun.Status.FAILED, error=reason, cancel=True)
 
     def _store(self, trace: Trace, outcome: Outcome) -> None:
         _record(self.run, trace, outcome, self.labeller.modes, in_flight=len(self.flying))
-        cache.touch(_lock_key(self.run.pk), self.lock_seconds)
+        self.touch()
         if self.on_progress:
             self.on_progress(LLMRun.objects.get(pk=self.run.pk))
 
