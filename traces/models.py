@@ -148,11 +148,8 @@ class Trace(models.Model):
             models.Index(fields=["batch", "external_id"], name="trace_batch_external_idx"),
             models.Index(fields=["model"], name="trace_model_idx"),
             models.Index(fields=["content_hash"], name="trace_content_hash_idx"),
-            # The trace list sorted by score, either way, as annotator.search orders it (no score last, id
-            # breaks ties): the first page walks 50 index entries instead of sorting every trace.
-            models.Index(models.F("score").desc(nulls_last=True), "id", name="trace_score_desc_idx"),
-            models.Index(models.F("score").asc(nulls_last=True), "id", name="trace_score_asc_idx"),
         ]
+        # PostgreSQL also has the trace list's score order, either way (migration traces 0015).
 
     def __str__(self) -> str:
         return f"{self.batch.name}/{self.external_id}"

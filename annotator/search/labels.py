@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from annotator.access import ProjectAccess
@@ -20,12 +20,16 @@ from annotator.search.filters import FilterError, TraceFilter, pair_names
 from annotator.search.indexing import uses_search_table as _is_postgres
 from annotator.search.signature_filter import signature_q
 
+# The name a condition's correlated subquery calls the outer row's trace id by: the trace list and the
+# membership rows it is counted on (annotator.search.service) each alias their own column to it.
+TRACE_REF = "trace_ref"
 GOLD_STATUSES = (AdjudicationItem.Status.AGREED, AdjudicationItem.Status.RESOLVED)
 
 
 def label_conditions(access: ProjectAccess, flt: TraceFilter, modes: dict[str, int]) -> list[Q]:
     """`flt`'s label filters, each a condition on the trace id (`modes`: the mode ids of the codes it
-    names). The caller has checked that this member may see labels (service.check_blind)."""
+    names): `pk__...` lookups, or subqueries correlated by `OuterRef(TRACE_REF)`. The caller has checked
+    that this member may see labels (service.check_blind)."""
     if not (flt.state or flt.reveals_labels):
         return []
     ctx = _Context.of(access, modes)
@@ -114,7 +118,9 @@ def _state_q(ctx: _Context, state: str) -> Q:
     )
     items = AdjudicationItem.objects.filter(project=ctx.project)
     if state == "unassigned":
-        return ~Q(pk__in=slots.values("trace_id"))
+        # Correlated, so PostgreSQL anti-joins in trace id order: the first page reads a few hundred slots,
+        # where `NOT IN` hashed every slot of the project first (70 ms at 100,000 traces).
+        return ~Q(Exists(slots.filter(trace_id=OuterRef(TRACE_REF))))
     if state == "in_progress":
         # One grouped pass over the slots (traces with a slot and fewer than `overlap` submitted), not the
         # slots and the complete ones read apart and anti-joined (377 ms at 100,000 traces).
