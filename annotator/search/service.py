@@ -263,8 +263,15 @@ def _membership_count(project, conditions: list[Q]) -> int:
     if not conditions or not _is_postgres():
         return rows.count()
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_hashjoin = off")
-        return rows.count()
+        # Local to the transaction and put back after (an error rolls it back with the savepoint): a
+        # caller's own transaction plans its other queries as it would.
+        cursor.execute(
+            "SELECT current_setting('enable_hashjoin'), set_config('enable_hashjoin', 'off', true)"
+        )
+        previous = cursor.fetchone()[0]
+        count = rows.count()
+        cursor.execute("SELECT set_config('enable_hashjoin', %s, true)", [previous])
+        return count
 
 
 def _on_membership(condition: Q) -> Q:

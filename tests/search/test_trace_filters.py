@@ -170,3 +170,14 @@ def test_a_list_filtered_further_counts_its_own_rows(world):
     without = traces.excluding(world.gold.pk)
     assert without.count() == 98
     assert traces.excluding(world.gold.pk).excluding(world.gold.pk).count() == 98
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="a PostgreSQL planner setting")
+def test_counting_a_list_leaves_the_callers_transaction_planning_as_before(owner_client, world):
+    """The membership count plans without hash joins inside its own savepoint and puts the setting back."""
+    from django.db import transaction
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        body = owner_client.get(f"{URL}?evidence_kind=tool_call").json()
+        cursor.execute("SELECT current_setting('enable_hashjoin')")
+        assert body["count"] == 1 and cursor.fetchone()[0] == "on"
