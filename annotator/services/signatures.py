@@ -29,7 +29,7 @@ from django.db.models import Exists, OuterRef, Q
 
 from annotator.models import AdjudicationItem, Annotation, GoldLabel, LabelApplication, Project
 from annotator.search.scope import scope_trace_ids
-from annotator.services.report_data import fetch_int_columns
+from annotator.services.reports.data import fetch_int_columns
 from annotator.services.signature_sql import (
     EvidencePoints,
     annotation_evidence,

@@ -67,14 +67,14 @@ from annotator.models.jobs import JobStatus
 from annotator.services.enqueue import is_eager
 from annotator.services.followups import refresh_debounce_key
 from annotator.services.jobs import heartbeat, send_job, stale_before
-from annotator.services.report_data import (
+from annotator.services.reports.data import (
     EPOCH,
     RatersChanged,
     annotation_columns,
     load_report_input,
     summary_aggregate,
 )
-from annotator.services.report_filters import ReportFilterError, clean_filters, report_annotations
+from annotator.services.reports.filters import ReportFilterError, clean_filters, report_annotations
 from taxonomy.models import FailureMode
 
 log = logging.getLogger(__name__)
