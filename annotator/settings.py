@@ -241,7 +241,7 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-live-traces": {"task": "annotator.live.sweep", "schedule": float(JOB_RECONCILE_SECONDS)},
 }
 
-# Agreement reports (see annotator/services/reports.py for the debounce): bootstrap resamples per mode
+# Agreement reports (see annotator/services/reports/jobs.py for the debounce): bootstrap resamples per mode
 # (and per rater pair), how long a burst of submits is collected before one recompute, and up to how many
 # submitted annotations an eager (worker-less) install recomputes inline on submit.
 AGREEMENT_BOOTSTRAP = envint("AGREEMENT_BOOTSTRAP", 1000)

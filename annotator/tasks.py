@@ -69,7 +69,7 @@ def refresh_agreement_reports(project_id: int) -> str:
     """The debounced recompute scheduled by services.reports.schedule_report_refresh: the agreement
     report, then the default failure signatures, so both pages answer from stored results."""
     from annotator.services.reports import do_refresh_reports
-    from annotator.services.signature_report import do_refresh_signatures
+    from annotator.services.signatures.report import do_refresh_signatures
 
     report = do_refresh_reports(project_id)
     do_refresh_signatures(project_id)

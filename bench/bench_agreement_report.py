@@ -237,8 +237,8 @@ def main() -> None:
 
     settings.AGREEMENT_BOOTSTRAP = args.boot
     from annotator.agreement.stats import binary_mode_agreement
-    from annotator.services.report_data import load_report_input
     from annotator.services.reports import do_compute_report, do_request_report, inputs_fingerprint
+    from annotator.services.reports.data import load_report_input
 
     started = time.perf_counter()
     project, ratings = build_world(args.traces, args.seed)

@@ -3,7 +3,7 @@ run keep `concurrency` requests in flight, so its time is the model's latency di
 
     python bench/bench_llm_run.py [--traces 64 1024] [--concurrency 16] [--latency 1.0] [--quick]
 
-Uses its own throwaway database (bench/_setup.py) and a stand-in in this process (bench/_chat_standin.py:
+Uses its own throwaway database (bench/_setup.py) and a stand-in in this process (tests/chat_standin.py:
 127.0.0.1, allowed for this run only). Each run labels a batch of its own through the real path
 (`do_start_run` + `do_process_run`: the prompt built from the database, the HTTP client with its rate
 limiter, every answer parsed and stored as an annotation) and is compared with
@@ -26,8 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _chat_standin import ChatStandIn
-from _setup import goal, setup_django, table
+from _setup import ROOT, goal, setup_django, table
+
+sys.path.insert(0, str(ROOT))  # the stand-in is the tests' own (tests/chat_standin.py)
+from tests.chat_standin import ChatStandIn, FixedAnswer
 
 GOAL = 1.5
 RPM = 100_000
@@ -108,7 +110,7 @@ def main() -> int:
         slug="bench-llm", name="Bench LLM", taxonomy_version=resolve_version("mast")
     )
     rows, measured = [], {}
-    with ChatStandIn(args.latency) as standin:
+    with ChatStandIn(FixedAnswer(args.latency)) as standin:
         settings.LLM_ALLOWED_BASE_URLS = [standin.base_url]  # a local server, allowed for this bench only
         LLMConfig.objects.create(
             project=project,

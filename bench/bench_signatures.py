@@ -50,8 +50,8 @@ def main() -> int:
         return child(args.child, args.traces)
 
     from annotator.models import Project
-    from annotator.services.signature_report import build_report, compute_report
     from annotator.services.signatures import SignatureQuery, load_signature_input
+    from annotator.services.signatures.report import build_report, compute_report
     from annotator.signatures import compute_signatures
 
     fixture = run_child("fixture", args.traces)
@@ -183,8 +183,8 @@ def run_child(what: str, n_traces: int) -> dict:
 def child(what: str, n_traces: int) -> int:
     """The fixture, or one full computation of the figures, alone in this process: its time and peak."""
     from annotator.models import Project
-    from annotator.services.signature_report import compute_report
     from annotator.services.signatures import SignatureQuery
+    from annotator.services.signatures.report import compute_report
 
     t0 = time.perf_counter()
     if what == "fixture":

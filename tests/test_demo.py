@@ -27,8 +27,8 @@ from annotator.models.jobs import JobStatus
 from annotator.services.adjudication import queue_counts
 from annotator.services.demo import DEMO_PROJECT, do_seed_demo
 from annotator.services.reports import latest_report, report_is_current
-from annotator.services.signature_report import build_report
 from annotator.services.signatures import SignatureQuery
+from annotator.services.signatures.report import build_report
 from traces.models import Batch, Trace
 
 pytestmark = pytest.mark.django_db(transaction=True)

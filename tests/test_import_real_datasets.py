@@ -100,9 +100,9 @@ def test_all_six_real_formats_in_one_batch_then_a_project_count_the_same_traces_
     count the same traces."""
     from annotator.services.exports.options import ExportOptions
     from annotator.services.exports.rows import selected_traces
-    from annotator.services.report_data import load_report_input
-    from annotator.services.signature_report import build_report
+    from annotator.services.reports.data import load_report_input
     from annotator.services.signatures import parse_signature_query
+    from annotator.services.signatures.report import build_report
 
     folders = [str(datasets_dir() / name) for name in SIX_FORMATS]
     import_traces(*folders, "--batch", "all")

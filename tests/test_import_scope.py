@@ -301,9 +301,9 @@ def test_import_label_and_report_count_the_same_traces_in_every_reader(
     from annotator.models import AdjudicationItem
     from annotator.services.exports.options import ExportOptions
     from annotator.services.exports.rows import selected_traces
-    from annotator.services.report_data import load_report_input
-    from annotator.services.signature_report import build_report
+    from annotator.services.reports.data import load_report_input
     from annotator.services.signatures import parse_signature_query
+    from annotator.services.signatures.report import build_report
 
     lines = []
     for n in range(5):

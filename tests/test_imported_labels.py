@@ -16,7 +16,7 @@ from annotator.models import AdjudicationItem, Annotation, Assignment
 from annotator.services.adjudication import do_check_trace
 from annotator.services.assignment import do_assign
 from annotator.services.label_import import IncomingAnnotation, do_import_annotations
-from annotator.services.report_data import load_report_input
+from annotator.services.reports.data import load_report_input
 from tests.factories import BatchFactory, api_token, trace_with_steps
 from tests.labels import submit
 from traces.importers.records import AnnotationRecord, LabelRecord

@@ -18,7 +18,7 @@ from annotator.services.exports.options import ExportOptions, ExportOptionsError
 from annotator.services.exports.rows import selected_traces
 from annotator.services.imports import do_import_traces
 from annotator.services.projects import do_attach_batches
-from annotator.services.report_filters import ReportFilterError, clean_filters
+from annotator.services.reports.filters import ReportFilterError, clean_filters
 from tests.factories import ProjectFactory, TraceFactory, UserFactory, add_member
 from traces.importers._writers import write_inspect_eval, write_openai_chat_jsonl, write_otel_json
 from traces.importers.synthetic import native_lines, synthetic_traces

@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from annotator.api.errors import ErrorSerializer, error_response
 from annotator.api.signature_serializers import SignatureReportSerializer
-from annotator.services.signature_report import build_report, open_signatures
+from annotator.services.signatures.report import build_report, open_signatures
 
 
 def _filter(name: str, what: str) -> OpenApiParameter:

@@ -3,7 +3,7 @@
 Why: the agreement report of a million-trace project read two million annotations, three million labels
 and their evidence lists through three joins and a JSON expansion (55 s). One narrow row per annotation
 (``annotator_labelsummary``) is read in one sequential pass instead (see
-``annotator.services.report_data``): besides the columns a query selects on (project, batch, trace,
+``annotator.services.reports.data``): besides the columns a query selects on (project, batch, trace,
 annotator, the assignment's purpose, status; version and updated_at for the fingerprint) it holds ``head``, 64 bytes of big-endian
 int8 (annotation id, trace id, annotator id, number of labels, primary mode id or -1, number of evidence
 points, version, updated_at in microseconds since the epoch), and ``body``, the label mode ids (ascending)

@@ -1,6 +1,6 @@
 """One row per applied outcomes file (annotator.outcomes): who set which traces' outcomes, when, from what.
 
-The newest row's id is part of the failure signatures' data version (annotator.services.signature_report):
+The newest row's id is part of the failure signatures' data version (annotator.services.signatures.report):
 an outcome changed after the figures were stored makes them computed again, in every project holding the
 trace (a trace may be in several projects, so the newest import of any project counts).
 """

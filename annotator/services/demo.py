@@ -27,7 +27,7 @@ from annotator.services.gold import Decision, ModeDecision, do_decide
 from annotator.services.imports import do_import_traces
 from annotator.services.payload import AnnotationPayload, Evidence, LabelInput
 from annotator.services.reports import do_refresh_reports
-from annotator.services.signature_report import do_refresh_signatures
+from annotator.services.signatures.report import do_refresh_signatures
 from taxonomy.services import load_builtin_taxonomies, resolve_version
 from traces.importers.synthetic import native_lines, synthetic_traces
 from traces.models import Batch, Step, Trace

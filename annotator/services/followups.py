@@ -185,7 +185,7 @@ def refresh_debounce_key(project_id: int) -> str:
 def schedule_report_refresh(project_id: int) -> None:
     """Refresh the project's agreement report and failure signatures after its annotations changed
     (called after commit). Never computes a large report inline; the debounce is described in
-    annotator.services.reports. Enqueued by name, so the submit path never loads the statistics. The LLM
+    annotator.services.reports.jobs. Enqueued by name, so the submit path never loads the statistics. The LLM
     triage ranks, which read the same labels, are scheduled with it (`schedule_triage`)."""
     schedule_triage(project_id)
     if is_eager():

@@ -14,7 +14,7 @@ from django.shortcuts import render
 
 from annotator.csvsafe import csv_writer
 from annotator.search.saved import project_views
-from annotator.services.signature_report import build_report, filter_options, open_signatures, source_choices
+from annotator.services.signatures.report import build_report, filter_options, open_signatures, source_choices
 from annotator.signatures.charts import build_charts
 from annotator.signatures.tables import FIGURES, figure_table
 

@@ -15,7 +15,10 @@ import pytest
 from django.utils import timezone
 
 from annotator.models import Annotation, ReportRows
-from annotator.services import report_data, reports
+from annotator.services import reports
+from annotator.services.reports import data as report_data
+from annotator.services.reports import refresh as report_refresh
+from annotator.services.reports import state as report_state
 from taxonomy.models import FailureMode
 from tests.factories import UserFactory, add_member
 from tests.labels import project_trace, submit
@@ -73,7 +76,8 @@ def spy(monkeypatch):
         calls.append(None if traces is None else len(traces))
         return real(*args, traces=traces, **kwargs)
 
-    monkeypatch.setattr(reports, "load_report_input", load)
+    for module in (report_state, report_refresh):  # the full load, and the refresh's load of changed traces
+        monkeypatch.setattr(module, "load_report_input", load)
     return calls
 
 

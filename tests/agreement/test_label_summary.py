@@ -12,7 +12,9 @@ import pytest
 from django.db import connection
 
 from annotator.models import Annotation, Assignment, LabelApplication
-from annotator.services import report_data, reports
+from annotator.services import reports
+from annotator.services.reports import data as report_data
+from annotator.services.reports import state as report_state
 from taxonomy.models import FailureMode
 from tests.agreement.test_incremental import random_labels, same
 from tests.factories import UserFactory, add_member
@@ -67,7 +69,7 @@ def assert_same_input(project, filters=None) -> None:
 
 def report_from(project, source: str, monkeypatch) -> dict:
     real = report_data.load_report_input
-    monkeypatch.setattr(reports, "load_report_input", lambda *a, **k: real(*a, **k, source=source))
+    monkeypatch.setattr(report_state, "load_report_input", lambda *a, **k: real(*a, **k, source=source))
     report = reports.do_compute_report(reports.do_request_report(project, {}, force=True, enqueue=False).pk)
     monkeypatch.undo()
     assert report.status == "succeeded", report.error

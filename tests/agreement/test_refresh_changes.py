@@ -1,5 +1,5 @@
 """Refresh after refresh: the stored state keeps the last full computation plus what refreshes changed
-since (annotator.services.reports._Changes), folded into a new base once it grows; every refreshed
+since (annotator.services.reports.state.Changes), folded into a new base once it grows; every refreshed
 report equals a full recomputation."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import random
 import pytest
 
 from annotator.models import ReportRows
-from annotator.services import reports
+from annotator.services.reports import refresh as report_refresh
 from taxonomy.models import FailureMode
 from tests.agreement.test_incremental import backdate, full_report, random_labels, refreshed, same
 from tests.factories import UserFactory, add_member
@@ -30,7 +30,7 @@ def full_report_keeping_state(project) -> dict:
 def test_consecutive_refreshes_equal_a_full_recomputation(
     project, annotator_a, annotator_b, mast, monkeypatch, fold_after
 ):
-    monkeypatch.setattr(reports, "FOLD_AFTER", fold_after)
+    monkeypatch.setattr(report_refresh, "FOLD_AFTER", fold_after)
     rng = random.Random(fold_after)
     codes = list(FailureMode.objects.filter(version=mast).values_list("code", flat=True))
     rater_c = UserFactory(username="cat-annotator")

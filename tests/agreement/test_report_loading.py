@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from annotator.models import LabelApplication
-from annotator.services.report_data import load_report_input
+from annotator.services.reports.data import load_report_input
 from tests.labels import project_trace, submit
 
 

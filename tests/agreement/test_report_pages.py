@@ -217,7 +217,7 @@ def test_with_a_worker_a_burst_of_changes_schedules_one_refresh(labelled, monkey
 
 def test_localisation_from_the_stored_evidence(project, annotator_a, annotator_b):
     from annotator.agreement.report import build_report
-    from annotator.services.report_data import load_report_input
+    from annotator.services.reports.data import load_report_input
 
     for steps_a, steps_b in (([2], [3]), ([5, 9], [5]), ([1], [])):
         trace = project_trace(project)

@@ -206,7 +206,7 @@ def _everything(project, client, owner) -> dict:
     from annotator.services.exports.dataset import mode_columns
     from annotator.services.exports.options import ExportOptions
     from annotator.services.exports.rows import annotation_rows, gold_rows, pseudonyms_for, selected_traces
-    from annotator.services.report_data import load_report_input
+    from annotator.services.reports.data import load_report_input
 
     client.force_login(owner)
     loaded = load_report_input(project, {})

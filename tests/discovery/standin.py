@@ -1,6 +1,6 @@
-"""A deterministic stand-in model for discovery: an OpenAI-compatible chat-completions server on 127.0.0.1
-that reads each request (the model name, the system and user messages) and answers as a careful, rule-bound
-model would, from what the synthetic traces (annotator.discovery.synthetic) plant.
+"""A deterministic stand-in model for discovery, served on 127.0.0.1 by the chat-completions stand-in
+(tests/chat_standin.py): it reads each request (the model name, the system and user messages) and answers as
+a careful, rule-bound model would, from what the synthetic traces (annotator.discovery.synthetic) plant.
 
 - An analysis request: for each step showing a known phrase, a failure with its description (one of the
   pattern's wordings, chosen by the trace), the step, the phrase as a quote, and `covered_by` (FM-1.3 for the
@@ -19,12 +19,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 from annotator.discovery.synthetic import COVERED, PLANTED, RESTATED
+from tests.chat_standin import ChatStandIn
 
 PATTERNS = (*PLANTED, RESTATED)
 STEP = re.compile(r"^### Step (\d+) .*?\n(.*?)(?=\n\n### Step |\n\n\[\.\.\.|\n\nNow answer|\Z)", re.S | re.M)
@@ -42,6 +39,8 @@ def _steps(user: str) -> list[tuple[int, str]]:
 
 
 class DiscoveryModel:
+    usage = {"prompt_tokens": 500, "completion_tokens": 50, "total_tokens": 550}
+
     def __init__(self, *, bad_quote: str = "", latency: float = 0.0) -> None:
         self.bad_quote, self.latency = bad_quote, latency
         self.unavailable = False  # True: every request is answered 503 (the server is down)
@@ -148,67 +147,8 @@ class DiscoveryModel:
         return {"modes": modes, "summary": "judged by the stand-in"}
 
 
-class DiscoveryStandIn:
-    """The server: every request answered by `DiscoveryModel.reply` (after `latency` seconds)."""
+class DiscoveryStandIn(ChatStandIn):
+    """The server (tests/chat_standin.py): every request answered by `DiscoveryModel`."""
 
     def __init__(self, model: DiscoveryModel | None = None) -> None:
-        self.model = model or DiscoveryModel()
-        self.requests = 0
-        self.active = self.peak = 0
-        lock = threading.Lock()
-        standin = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                with lock:
-                    standin.requests += 1
-                    standin.active += 1
-                    standin.peak = max(standin.peak, standin.active)
-                try:
-                    if standin.model.latency:
-                        time.sleep(standin.model.latency)  # the model thinking (the bench measures waiting)
-                    if standin.model.unavailable:
-                        self.send_response(503)
-                        self.send_header("Content-Length", "0")
-                        self.end_headers()
-                        return
-                    if self.path.endswith("/embeddings"):
-                        payload = standin.model.embed(body)
-                    else:
-                        content = standin.model.reply(body)
-                        payload = {
-                            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
-                            "usage": {"prompt_tokens": 500, "completion_tokens": 50, "total_tokens": 550},
-                        }
-                    data = json.dumps(payload).encode()
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                finally:
-                    with lock:
-                        standin.active -= 1
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def __enter__(self) -> DiscoveryStandIn:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__(model or DiscoveryModel())

@@ -130,8 +130,8 @@ def test_the_command_names_the_bad_record_and_changes_nothing(coding_project, tm
 
 
 def test_the_failure_signatures_see_the_new_outcomes_at_once(coding_project, annotator_a):
-    from annotator.services import signature_report
     from annotator.services.signatures import SignatureQuery
+    from annotator.services.signatures import report as signature_report
     from tests.labels import submit
 
     for external_id in ("django__django-11099", "sympy__sympy-20590"):

@@ -170,8 +170,8 @@ def test_agreement_command_page_and_api_take_a_view(client, world, owner):
 
 
 def test_signatures_on_a_view_equal_the_same_filters(client, world, owner):
-    from annotator.services.signature_report import compute_report, with_view
     from annotator.services.signatures import SignatureQuery
+    from annotator.services.signatures.report import compute_report, with_view
 
     view = _save(world.project, owner, "Alpha", batch="alpha")
     access = ProjectAccess.of(owner, world.project)

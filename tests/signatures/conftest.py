@@ -20,7 +20,7 @@ from tests.signatures.world import build_annotation_world, build_gold_world
 
 @pytest.fixture(autouse=True)
 def _no_stored_figures():
-    """Figures are stored in the cache (annotator.services.signature_report); a test starts without."""
+    """Figures are stored in the cache (annotator.services.signatures.report); a test starts without."""
     from django.core.cache import cache
 
     cache.clear()

@@ -1,5 +1,5 @@
 """After annotations and gold change, the refreshed figures are those a full computation gives, and the
-refresh reloads only the traces that changed (annotator.services.signature_refresh)."""
+refresh reloads only the traces that changed (annotator.services.signatures.refresh)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import random
 import pytest
 
 from annotator.models import AdjudicationItem, Annotation, GoldHistory, GoldLabel
-from annotator.services import signature_refresh, signature_report
 from annotator.services.signatures import SignatureQuery
+from annotator.services.signatures import refresh as signature_refresh
+from annotator.services.signatures import report as signature_report
 from taxonomy.models import FailureMode
 from tests.factories import BatchFactory, UserFactory, add_member
 from tests.labels import project_trace, submit

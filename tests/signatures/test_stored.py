@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from annotator.services import signature_report
 from annotator.services.signatures import SignatureQuery
+from annotator.services.signatures import report as signature_report
 from tests.labels import project_trace, submit
 
 pytestmark = pytest.mark.django_db

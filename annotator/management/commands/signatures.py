@@ -10,8 +10,8 @@ from annotator.api.signature_serializers import SignatureReportSerializer
 from annotator.csvsafe import csv_writer
 from annotator.models import Project
 from annotator.search.scope import operator_access
-from annotator.services.signature_report import build_report, with_view
 from annotator.services.signatures import SignatureQueryError, parse_signature_query
+from annotator.services.signatures.report import build_report, with_view
 from annotator.signatures.tables import FIGURES, figure_table
 from annotator.signatures.text import render_text
 

@@ -9,11 +9,12 @@ when it says plainly what is missing (no agreement report, open adjudications, d
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import yaml
 
+from annotator.services.exports import markdown as md
 from annotator.services.exports.dataset import CONFIG_ORDER, SPLIT, ConfigFiles
 from annotator.services.exports.facts import Agreement, CardFacts
 from traces.importers.hf_export import CONFIG_ANNOTATIONS, CONFIG_GOLD, CONFIG_TRACES, EXPORT_TAG
@@ -103,7 +104,7 @@ def _structure(f: CardFacts) -> str:
         if c.rows
     ]
     absent = [c for c in CONFIG_ORDER if c not in {x.name for x in f.configs if x.rows}]
-    lines = ["## Dataset structure", "", _table(["config", "rows", "one row is", "files"], rows)]
+    lines = ["## Dataset structure", "", md.table(["config", "rows", "one row is", "files"], rows)]
     for name in absent:
         why = (
             "not exported (gold only)"
@@ -151,11 +152,11 @@ def _traces(f: CardFacts) -> str:
         + ", ".join(f"{k} {v:,}" for k, v in sorted(t.outcomes.items()))
         + ".",
         "",
-        _table(["batch", "traces"], _most(t.batches)),
+        md.table(["batch", "traces"], md.most_common_rows(t.batches)),
         "",
-        _table(["benchmark", "traces"], _most(t.benchmarks)),
+        md.table(["benchmark", "traces"], md.most_common_rows(t.benchmarks)),
         "",
-        _table(["agent system", "traces"], _most(t.systems)),
+        md.table(["agent system", "traces"], md.most_common_rows(t.systems)),
     ]
     if not f.options.include_text:
         parts += [
@@ -189,7 +190,7 @@ def _taxonomy(f: CardFacts) -> str:
             + (["fatal"] if m.fatal else [])
             + ([f"subtype of {m.parent}"] if m.parent else [])
         )
-        lines.append(f"- **{m.code} {m.name}** ({', '.join(flags)}): {_oneline(m.definition)}")
+        lines.append(f"- **{m.code} {m.name}** ({', '.join(flags)}): {md.oneline(m.definition)}")
     return "\n".join(lines)
 
 
@@ -207,7 +208,7 @@ def _process(f: CardFacts) -> str:
             "## How it was annotated",
             "",
             *_origin(f),
-            f"- {_n(len(t.annotators), 'rater')} in this export, named here by {names}."
+            f"- {md.counted(len(t.annotators), 'rater')} in this export, named here by {names}."
             + (
                 f" {len(t.llm_raters)} language-model rater(s) also labelled (`annotator_kind` = llm)."
                 if t.llm_raters
@@ -220,9 +221,9 @@ def _process(f: CardFacts) -> str:
             + ", ".join(f"{k}: {v:,} traces" for k, v in sorted(histogram.items()))
             + ".",
             f"- Adjudication: a trace whose annotators disagree on any mode goes to an adjudicator, who decides "
-            f"each disputed mode; agreed modes carry over. Project-wide: {_n(adjudication.get('agreed', 0), 'trace')} "
+            f"each disputed mode; agreed modes carry over. Project-wide: {md.counted(adjudication.get('agreed', 0), 'trace')} "
             f"agreed automatically, {adjudication.get('resolved', 0):,} resolved by an adjudicator, "
-            f"{adjudication.get('open', 0):,} still open. Gold labels published for {_n(t.gold_traces, 'trace')}.",
+            f"{adjudication.get('open', 0):,} still open. Gold labels published for {md.counted(t.gold_traces, 'trace')}.",
         ]
     )
 
@@ -233,12 +234,12 @@ def _origin(f: CardFacts) -> list[str]:
     lines = []
     if p.made_here:
         lines.append(
-            f"- {_n(p.made_here, 'annotation')} by {_n(len(p.raters_here), 'person', 'people')} were made in "
+            f"- {md.counted(p.made_here, 'annotation')} by {md.counted(len(p.raters_here), 'person', 'people')} were made in "
             f"this project, which asks for **{f.overlap}** independent annotator(s) per trace."
         )
     if p.imported:
         lines.append(
-            f"- {_n(p.imported, 'annotation')} by {_n(len(p.raters_imported), 'rater')} were imported with the "
+            f"- {md.counted(p.imported, 'annotation')} by {md.counted(len(p.raters_imported), 'rater')} were imported with the "
             "data: how they were made (independently or not, blind or not, with which guidelines) is unknown."
         )
     if not p.made_here and not p.imported and not p.llm:
@@ -259,9 +260,7 @@ def _blind(f: CardFacts) -> str:
         else ""
     )
     if here and p.imported:
-        return (
-            f"{here} (the {_n(p.made_here, 'annotation')} made here); unknown for the {p.imported:,} imported"
-        )
+        return f"{here} (the {md.counted(p.made_here, 'annotation')} made here); unknown for the {p.imported:,} imported"
     if p.imported:
         return "unknown (every annotation was imported; how it was made is not recorded)"
     return here or "not applicable (no annotation)"
@@ -304,12 +303,12 @@ def _agreement(a: Agreement) -> str:
                 m.get("code", ""),
                 m.get("name", ""),
                 str(m.get("n_items", "")),
-                _estimate(m.get(statistic)),
-                _interval(ci),
-                _estimate(m.get("observed_agreement")),
-                _estimate(m.get("gwet_ac1")),
-                _estimate(m.get("pabak")),
-                _prevalence(m.get("prevalence")),
+                md.estimate(m.get(statistic)),
+                md.interval(ci),
+                md.estimate(m.get("observed_agreement")),
+                md.estimate(m.get("gwet_ac1")),
+                md.estimate(m.get("pabak")),
+                md.mean_prevalence(m.get("prevalence")),
             ]
         )
     overall = (results.get("overall") or {}).get("kappa") or {}
@@ -319,18 +318,18 @@ def _agreement(a: Agreement) -> str:
         "",
         f"From agreement report #{a.report_id} over {a.scope}, computed {a.computed_at or 'at export time'}: "
         f"{counts.get('items', 0):,} traces, {counts.get('items_with_two_or_more_raters', 0):,} with two or more "
-        f"raters. Per mode, {label} with a {_level(results)} bootstrap interval; Gwet's AC1 and PABAK are "
+        f"raters. Per mode, {label} with a {md.ci_level(results)} bootstrap interval; Gwet's AC1 and PABAK are "
         'given because κ is unstable for rare modes (the kappa paradox). "undefined" says why a statistic '
         "cannot be computed (for example, no variation).",
         "",
-        _table(["mode", "name", "traces", label, "95% CI", "observed", "AC1", "PABAK", "prevalence"], rows),
+        md.table(["mode", "name", "traces", label, "95% CI", "observed", "AC1", "PABAK", "prevalence"], rows),
         "",
-        f"Macro average {label} over modes where it is defined: {_estimate(overall)}"
+        f"Macro average {label} over modes where it is defined: {md.estimate(overall)}"
         + (f" ({overall.get('n_defined')} modes)." if overall.get("n_defined") is not None else "."),
     ]
     primary = results.get("primary")
     if isinstance(primary, dict) and primary.get("cohen_kappa"):
-        lines += ["", f"Primary label (nominal): Cohen's κ {_estimate(primary.get('cohen_kappa'))}."]
+        lines += ["", f"Primary label (nominal): Cohen's κ {md.estimate(primary.get('cohen_kappa'))}."]
     return "\n".join(lines)
 
 
@@ -360,11 +359,13 @@ def _counts(f: CardFacts) -> str:
             + (f", {t.no_verdict:,} with neither a label nor a no-failure verdict" if t.no_verdict else "")
             + f"), gold labels for {t.gold_traces:,} traces.",
             "",
-            _table(["mode", "name", "annotations choosing it", "traces (any annotator)", "gold"], mode_rows),
+            md.table(
+                ["mode", "name", "annotations choosing it", "traces (any annotator)", "gold"], mode_rows
+            ),
             "",
-            _table(["model", "traces", "most frequent gold modes"], model_rows),
+            md.table(["model", "traces", "most frequent gold modes"], model_rows),
             "",
-            _table(["outcome", "traces"], [[o, f"{t.outcomes[o]:,}"] for o in outcomes]),
+            md.table(["outcome", "traces"], [[o, f"{t.outcomes[o]:,}"] for o in outcomes]),
         ]
     )
 
@@ -404,7 +405,7 @@ def _limitations(f: CardFacts) -> str:
         undefined = [
             m.get("code")
             for m in f.agreement.results.get("modes", [])
-            if _value(m.get(f.agreement.results.get("kappa_statistic", "cohen_kappa"))) is None
+            if md.estimate_value(m.get(f.agreement.results.get("kappa_statistic", "cohen_kappa"))) is None
         ]
         if undefined:
             notes.append(
@@ -443,66 +444,6 @@ def _limitations(f: CardFacts) -> str:
     return "## Known limitations\n\n" + "\n".join(f"- {n}" for n in notes)
 
 
-def _n(count: int, noun: str, plural: str = "") -> str:
-    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
-
-
 def _ordered(configs: Iterable[ConfigFiles]) -> list[ConfigFiles]:
     order = {name: i for i, name in enumerate(CONFIG_ORDER)}
     return sorted(configs, key=lambda c: order.get(c.name, 99))
-
-
-def _most(counter: Counter, limit: int = 20) -> list[list[str]]:
-    rows = [[str(k), f"{v:,}"] for k, v in counter.most_common(limit)]
-    if len(counter) > limit:
-        rows.append(
-            [f"({len(counter) - limit} more)", f"{sum(v for _, v in counter.most_common()[limit:]):,}"]
-        )
-    return rows
-
-
-def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    if not rows:
-        return "_(none)_"
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    return "\n".join(out)
-
-
-def _cell(value: Any) -> str:
-    return _oneline(str(value)).replace("|", "\\|")
-
-
-def _oneline(text: str) -> str:
-    return " ".join(str(text).split())
-
-
-def _value(estimate: Any) -> float | None:
-    return estimate.get("value") if isinstance(estimate, dict) else None
-
-
-def _estimate(estimate: Any) -> str:
-    if not isinstance(estimate, dict):
-        return "-"
-    if estimate.get("value") is None:
-        code = estimate.get("undefined_code")
-        return f"undefined ({code.replace('_', ' ')})" if code else "undefined"
-    return f"{estimate['value']:.3f}"
-
-
-def _interval(ci: dict[str, Any]) -> str:
-    if ci.get("low") is None or ci.get("high") is None:
-        return "-"
-    return f"[{ci['low']:.3f}, {ci['high']:.3f}]"
-
-
-def _level(results: dict[str, Any]) -> str:
-    level = (results.get("settings") or {}).get("ci_level") or 0.95
-    return f"{round(level * 100)}%"
-
-
-def _prevalence(prevalence: Any) -> str:
-    if not isinstance(prevalence, dict):
-        return "-"
-    values = [v for v in prevalence.values() if isinstance(v, int | float)]
-    return f"{sum(values) / len(values):.3f}" if values else "-"

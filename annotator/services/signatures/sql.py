@@ -24,7 +24,7 @@ from django.db import connection
 from django.db.models import Model
 
 from annotator.models import AdjudicationItem, Annotation, Assignment, GoldLabel, LabelApplication
-from annotator.services.report_data import fetch_binary, split_bodies
+from annotator.services.reports.data import fetch_binary, split_bodies
 from annotator.signatures import Grouping, factorize
 from traces.models import Step
 

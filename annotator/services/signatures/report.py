@@ -5,7 +5,7 @@ Stored results: the figures for a query are kept in the cache under a key made o
 project's *data version* -- a handful of indexed lookups (newest annotation change, newest gold decision,
 the project's batches, newest trace), never a scan -- so a page asking again answers from the stored
 figures whatever the project's size, and any change that could move a figure changes the key; the figures
-for the new key then come from an incremental refresh (:mod:`annotator.services.signature_refresh`). After
+for the new key then come from an incremental refresh (:mod:`annotator.services.signatures.refresh`). After
 annotations change, `do_refresh_signatures` (run by the agreement refresh task) recomputes the default
 figures ahead of the next page view.
 """
@@ -34,13 +34,13 @@ from annotator.models import (
 )
 from annotator.search.filters import FilterError
 from annotator.search.scope import as_pairs, find_view, scope_trace_ids
-from annotator.services.signature_refresh import refresh_figures
-from annotator.services.signatures import (
+from annotator.services.signatures.load import (
     SignatureQuery,
     SignatureQueryError,
     load_signature_input,
     parse_signature_query,
 )
+from annotator.services.signatures.refresh import refresh_figures
 from annotator.signatures import Signatures
 from annotator.signatures.report import signatures_from
 from annotator.signatures.tallies import Tallies, tally

@@ -11,7 +11,7 @@ Label sources (``source``):
   named source for the other traces.
 
 Each source costs a fixed handful of queries (plus one SQL query for evidence with agents, see
-:mod:`annotator.services.signature_sql`), whatever the number of traces; the arrays are assembled with
+:mod:`annotator.services.signatures.sql`), whatever the number of traces; the arrays are assembled with
 numpy (sorted ids and ``searchsorted``), never with a loop over traces. On PostgreSQL every column
 arrives packed (whole numbers as one bytea each, text as codes into its distinct values), so no Python
 object is made per row: what a million traces need.
@@ -29,8 +29,8 @@ from django.db.models import Exists, OuterRef, Q
 
 from annotator.models import AdjudicationItem, Annotation, GoldLabel, LabelApplication, Project
 from annotator.search.scope import scope_trace_ids
-from annotator.services.report_data import fetch_int_columns
-from annotator.services.signature_sql import (
+from annotator.services.reports.data import fetch_int_columns
+from annotator.services.signatures.sql import (
     EvidencePoints,
     annotation_evidence,
     coded_rows,

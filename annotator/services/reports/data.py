@@ -7,7 +7,7 @@ write: migration 0020), read in one sequential pass as two binary columns straig
 each table is read once. The (traces x raters x modes) ratings tensor is filled by fancy indexing -- no
 Python object per trace.
 
-Which annotations count (the report's filters) is `annotator.services.report_filters`.
+Which annotations count (the report's filters) is `annotator.services.reports.filters`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from django.db.models.functions import Cast
 from annotator.agreement.rows import EvidenceRows, ModeInfo, ReportInput, unique_ints
 from annotator.models import Annotation, Assignment, LabelApplication, Project, ProjectTrace, RaterKind
 from annotator.raters import kinds_of
-from annotator.services.report_filters import filter_q, report_annotations
+from annotator.services.reports.filters import filter_q, report_annotations
 from taxonomy.models import FailureMode
 
 

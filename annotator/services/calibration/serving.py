@@ -16,9 +16,10 @@ qualification threshold (`do_configure`, `do_add_items`). `next_calibration` is 
 A calibration slot is an Assignment with purpose "calibration": the unique (project, trace, annotator) row
 means nobody is served a trace they labelled for real (nor later labels for real one they calibrated on).
 Its annotation is left out of every report, queue, signature, export and round by
-`Annotation.objects.in_project` and `report_filters.filter_q`, submitting it triggers no follow-up, and
+`Annotation.objects.in_project` and `reports.filters.filter_q`, submitting it triggers no follow-up, and
 do_assign neither counts nor moves it. After submitting, and only then, the annotator sees the gold answer
-with the adjudicator's reasons (`feedback`); its answer locks (the trace has an adjudication item).
+with the adjudicator's reasons (`feedback`, in annotator.services.calibration.answer); its answer locks (the
+trace has an adjudication item).
 """
 
 from __future__ import annotations
@@ -38,12 +39,10 @@ from annotator.models import (
     Annotation,
     Assignment,
     CalibrationItem,
-    GoldHistory,
     GoldLabel,
     LabelApplication,
     Project,
 )
-from annotator.services.gold import REASON_CODES
 from taxonomy.models import FailureMode
 from traces.models import Batch, Trace
 
@@ -295,107 +294,6 @@ def next_calibration(
     except IntegrityError:  # a concurrent claim created it first: the next claim finds it open
         return None, state
     return slot, state
-
-
-# Feedback after submitting -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FeedbackRow:
-    code: str
-    name: str
-    yours: bool
-    gold: bool
-    your_steps: tuple[int, ...]
-    gold_steps: tuple[int, ...]
-    source: str  # how the gold was reached ("All annotators agreed", "Adjudicator's own decision", ...)
-    reason_code: str
-    reason: str  # the reason code in words
-    note: str
-
-    @property
-    def match(self) -> bool:
-        return self.yours == self.gold
-
-
-@dataclass(frozen=True)
-class Feedback:
-    rows: tuple[FeedbackRow, ...]
-    note: str = ""  # the adjudicator's note on the whole decision
-    decided_by: str = ""
-    matches: int = 0
-    modes: int = 0
-
-
-def feedback_available(assignment: Assignment) -> bool:
-    return assignment.purpose == CAL and assignment.status == Assignment.Status.SUBMITTED
-
-
-def feedback(assignment: Assignment) -> Feedback | None:
-    """The gold answer beside the annotator's own, per mode, with the adjudicator's reasons; None unless
-    `assignment` is a submitted calibration slot (the gold never shows before submitting: blind)."""
-    if not feedback_available(assignment):
-        return None
-    project = assignment.project
-    item = gold_items(project).filter(trace_id=assignment.trace_id).first()
-    if item is None:
-        return Feedback(rows=(), note="This trace no longer has gold labels (its adjudication was reopened).")
-    modes = list(FailureMode.objects.filter(version=project.taxonomy_version).order_by("order", "id"))
-    gold = {label.mode_id: label for label in GoldLabel.objects.filter(item=item)}
-    mine = {
-        label.mode_id: label
-        for label in LabelApplication.objects.filter(
-            annotation__assignment=assignment, annotation__status="submitted"
-        )
-    }
-    decision = (
-        GoldHistory.objects.filter(item=item, action=GoldHistory.Action.DECIDED)
-        .order_by("-at", "-id")
-        .select_related("actor")
-        .first()
-    )
-    decided = {d.get("mode"): d for d in (decision.after or {}).get("decisions", [])} if decision else {}
-    sources = dict(GoldLabel.Source.choices)
-    rows = []
-    for mode in modes:
-        g, y = gold.get(mode.pk), mine.get(mode.pk)
-        d = decided.get(mode.code) or {}
-        if g is None and y is None and not d:
-            continue
-        code = (g.reason_code if g else "") or d.get("reason_code", "")
-        if g is not None:
-            source = sources.get(g.source, g.source)
-        elif d:
-            source = "Adjudicator decided: not present"
-        else:
-            source = "All annotators agreed: not present"
-        rows.append(
-            FeedbackRow(
-                code=mode.code,
-                name=mode.name,
-                yours=y is not None,
-                gold=g is not None,
-                your_steps=tuple(_steps(y.evidence if y else [])),
-                gold_steps=tuple(_steps(g.evidence if g else [])),
-                source=source,
-                reason_code=code,
-                reason=REASON_CODES.get(code, ""),
-                note=(g.note if g else "") or d.get("note", ""),
-            )
-        )
-    n_modes = len(modes)
-    mismatches = sum(1 for row in rows if not row.match)
-    return Feedback(
-        rows=tuple(rows),
-        note=decision.note if decision else "",
-        decided_by=decision.actor.get_username() if decision and decision.actor else "",
-        matches=n_modes - mismatches,
-        modes=n_modes,
-    )
-
-
-def _steps(evidence: list[Any]) -> list[int]:
-    return sorted({e["step"] for e in evidence if isinstance(e, dict) and isinstance(e.get("step"), int)})
 
 
 # Scores -----------------------------------------------------------------------------------------------

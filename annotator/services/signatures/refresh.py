@@ -39,7 +39,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotator.models import Annotation, AnnotationDeletion, GoldHistory, Project
-from annotator.services.signatures import SignatureQuery, load_trace_rows
+from annotator.services.signatures.load import SignatureQuery, load_trace_rows
 from annotator.signatures.splice import TraceRows, describe, pack, rows_of, splice, take
 from annotator.signatures.tallies import Tallies, combine, tally
 from taxonomy.models import FailureMode
