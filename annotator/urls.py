@@ -228,6 +228,7 @@ triage_urls = [
 similar_urls = [
     path("p/<slug:slug>/t/<int:trace_id>/similar/", similar.similar_panel, name="trace-similar"),
     path("p/<slug:slug>/t/<int:trace_id>/similar/build/", similar.build, name="trace-similar-build"),
+    path("p/<slug:slug>/t/<int:trace_id>/similar/stop/", similar.stop, name="trace-similar-stop"),
 ]
 discovery_urls = [
     path("p/<slug:slug>/discovery/", discovery.discovery_page, name="discovery"),

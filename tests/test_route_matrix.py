@@ -107,6 +107,7 @@ project-view-rename           POST  login 404   403   403   403   403   302   30
 project-view-delete           POST  login 404   403   403   403   403   302   302   404   404
 trace-similar                 GET   login 404   200   200   200   403   200   200   404   404
 trace-similar-build           POST  login 404   403   403   403   403   302   302   404   404
+trace-similar-stop            POST  login 404   403   403   403   403   302   302   404   404
 project-view-round            POST  login 404   403   403   403   403   302   302   404   404
 project-members               GET   login 404   403   403   403   403   200   200   404   200
 project-member-add            POST  login 404   403   403   403   403   302   302   404   302
@@ -242,6 +243,7 @@ api-proposals                 GET   401   404   200   200   200   403   200   20
 api-proposals-settle          POST  401   404   403   403   403   403   400   400   404   404
 api-trace-proposals           GET   401   404   200   200   200   403   200   200   404   404
 api-similar                   GET   401   404   200   200   200   403   200   200   404   404
+api-similar-stop              POST  401   404   403   403   403   403   409   409   404   404
 api-rounds-close              POST  401   404   403   403   403   403   400   400   404   404
 api-round-threads             GET   401   404   200   200   200   403   200   200   404   404
 api-thread-decide             POST  401   404   403   403   400   403   400   403   404   404

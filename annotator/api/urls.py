@@ -149,6 +149,7 @@ triage_urls = [
 ]
 similar_urls = [
     path("projects/<slug:slug>/similar/", similar.similar, name="api-similar"),
+    path("projects/<slug:slug>/similar/stop/", similar.similar_stop, name="api-similar-stop"),
 ]
 discovery_urls = [
     path("projects/<slug:slug>/discovery/", discovery.runs, name="api-discovery"),

@@ -31,6 +31,7 @@ from annotator.discovery.service import (
     do_stop_discovery,
     visible_runs,
 )
+from annotator.models import DiscoveryRun
 from annotator.services.enqueue import is_eager
 from annotator.services.evolution import MigrationError, parse_changes_text
 from annotator.services.proposals import proposal_json
@@ -40,7 +41,15 @@ _ERRORS = OpenApiResponse(ErrorSerializer, description="What is wrong with the r
 
 
 class DiscoveryProgressSerializer(serializers.Serializer):
-    total = serializers.IntegerField(help_text="Requests the current phase needs")
+    step = serializers.ChoiceField(
+        DiscoveryRun.Phase.values,
+        help_text="The step under way (the run's phase): analyse, embed, name, gate",
+    )
+    step_label = serializers.CharField(help_text='The step in words, e.g. "Embedding analyses"')
+    unit = serializers.ChoiceField(
+        ["requests", "batches"], help_text="What done and total count: embedding batches while embedding"
+    )
+    total = serializers.IntegerField(help_text="Requests (embedding: batches) the current step needs")
     done = serializers.IntegerField()
     failed = serializers.IntegerField()
     percent = serializers.IntegerField()

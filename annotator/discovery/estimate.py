@@ -23,7 +23,7 @@ from decimal import Decimal
 
 from annotator.access import ProjectAccess
 from annotator.discovery import induce
-from annotator.discovery.process import EMBED_BATCH
+from annotator.discovery.embedding import EMBED_BATCH
 from annotator.discovery.service import check_raters, check_size, parse_scope, scope_ids, split_sample
 from annotator.llm.client import estimate_tokens, message_chars
 from annotator.llm.windows import window_messages

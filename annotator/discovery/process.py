@@ -2,8 +2,11 @@
 
 - analyse (discovery only): one item per trace of the induction sample (annotator.discovery.induce): one
   request, or one per window of a trace over the budget (the LLM rater's long-trace setting);
-- name: the uncovered analyses grouped (TF-IDF, or the endpoint's embeddings in batches), one request per
-  group, then consolidation by code;
+- embed (only with an embeddings model): the uncovered analyses' texts sent to the endpoint's /embeddings
+  in batches, each batch's vectors kept as it arrives (annotator.discovery.embedding); the progress counts
+  batches;
+- name: the uncovered analyses grouped (TF-IDF, or those vectors), one request per group, then
+  consolidation by code;
 - gate: every rater model applies the current modes plus the candidates to every held-out trace, with the
   LLM rater's prompt and answer format (annotator.services.llm.labeller.Labeller: windows for long traces,
   one retry on a malformed answer), each request carrying its rater's model name; then the statistics
@@ -30,7 +33,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotator.discovery import induce
+from annotator.discovery import embedding, induce
 from annotator.discovery.asks import Ask, GateLabeller, Reply, analysis_call, gate_call, json_call
 from annotator.discovery.gate_stats import RaterAnswer, gate
 from annotator.llm.client import (
@@ -39,7 +42,6 @@ from annotator.llm.client import (
     LLMConfigError,
     LLMError,
     LLMUnavailable,
-    estimate_tokens,
 )
 from annotator.llm.prompt import PromptMode, PromptTaxonomy
 from annotator.models import DiscoveryAnswer, DiscoveryRun, PromptTemplate
@@ -55,8 +57,6 @@ from traces.models import Step, Trace
 
 log = logging.getLogger(__name__)
 
-EMBED_BATCH = 64  # analyses per /embeddings request
-EMBED_CHARS = 8_000  # of an analysis's text sent to the embeddings model
 LOCK_SECONDS = 900
 
 
@@ -97,7 +97,7 @@ class _Phases:
                 if not self._fly(self._analysis_asks(), {run.model}):
                     return
                 self._set_phase(DiscoveryRun.Phase.NAME)
-            if run.phase == DiscoveryRun.Phase.NAME:
+            if run.phase in (DiscoveryRun.Phase.EMBED, DiscoveryRun.Phase.NAME):
                 groups = self._groups()
                 if groups is None or not self._fly(self._naming_asks(groups), {run.model}):
                     return
@@ -141,8 +141,9 @@ class _Phases:
 
     def _groups(self) -> list[list[induce.Analysis]] | None:
         """The uncovered analyses grouped by their words (TF-IDF), or by the endpoint's embeddings when the
-        owner set an embedding model. Kept with the run once computed, so a resumed run names the same
-        groups (embeddings are not asked twice). None when the run was stopped or capped while embedding."""
+        owner set an embedding model (the run's embedding phase, annotator.discovery.embedding). Kept with
+        the run once computed, so a resumed run names the same groups. None when the run was stopped or
+        capped while embedding: the batches embedded so far are kept, and a resume sends only the others."""
         loose = induce.uncovered(self._analyses())
         stored = (self.run.results or {}).get("groups")
         if stored is None:
@@ -151,6 +152,8 @@ class _Phases:
             if not loose:
                 rows = []
             elif model:
+                if self.run.phase != DiscoveryRun.Phase.EMBED:
+                    self._set_phase(DiscoveryRun.Phase.EMBED)
                 vectors = self._embed(texts, model)
                 if vectors is None:
                     return None
@@ -162,32 +165,26 @@ class _Phases:
                 "groups": stored,
                 "grouped_by": f"embeddings ({model})" if model else "tf-idf",
             }
-            DiscoveryRun.objects.filter(pk=self.run.pk).update(results=self.run.results)
+            with transaction.atomic():
+                DiscoveryRun.objects.filter(pk=self.run.pk).update(results=self.run.results)
+                embedding.forget(self.run)
+        if self.run.phase == DiscoveryRun.Phase.EMBED:
+            self._set_phase(DiscoveryRun.Phase.NAME)
         return [[loose[i] for i in group] for group in stored]
 
     def _embed(self, texts: list[str], model: str):
-        """Unit vectors from the endpoint's /embeddings, EMBED_BATCH texts a request. The run's tokens count
-        every batch (the server's usage, else estimated as the client estimates a completion), and before
-        each batch the owner's stop and the token cap are checked as before any other request: None then
-        (the vectors are not kept; a resumed run embeds again)."""
-        import numpy as np
-
-        rows: list[list[float]] = []
+        """Unit vectors from the endpoint's /embeddings, the batches kept from before read back and the
+        others asked (annotator.discovery.embedding). Every batch's tokens count, and before each the owner's
+        stop and the token cap are checked as before any other request: None then."""
         with make_client(_Shim(self.run, model), **self.client_options) as client:
-            for start in range(0, len(texts), EMBED_BATCH):
-                if not _may_go_on(self.run):
-                    return None
-                batch = [text[:EMBED_CHARS] or " " for text in texts[start : start + EMBED_BATCH]]
-                found = client.embed(batch, model)
-                rows.extend(found.vectors)
-                tokens = found.total_tokens or sum(estimate_tokens(len(text)) for text in batch)
-                DiscoveryRun.objects.filter(pk=self.run.pk).update(
-                    tokens_used=F("tokens_used") + tokens, heartbeat_at=timezone.now()
-                )
-                cache.touch(_lock_key(self.run.pk), LOCK_SECONDS)
-        vectors = np.asarray(rows, dtype=float)
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+            return embedding.embed_missing(
+                self.run,
+                texts,
+                model,
+                client,
+                may_go_on=lambda: _may_go_on(self.run),
+                touch=lambda: cache.touch(_lock_key(self.run.pk), LOCK_SECONDS),
+            )
 
     def _naming_asks(self, groups: list[list[induce.Analysis]]) -> Iterator[Ask]:
         run, done = self.run, self._answered(DiscoveryAnswer.Phase.NAME)

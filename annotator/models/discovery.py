@@ -21,6 +21,7 @@ class DiscoveryRun(Job):
 
     class Phase(models.TextChoices):
         ANALYSE = "analyse", "Analysing traces"
+        EMBED = "embed", "Embedding analyses"
         NAME = "name", "Naming candidates"
         GATE = "gate", "Gating candidates"
         DONE = "done", "Done"
@@ -46,7 +47,9 @@ class DiscoveryRun(Job):
     dropped = models.JSONField(default=list, blank=True)
     results = models.JSONField(default=dict, blank=True, help_text="The gate's statistics per candidate")
     stop_reason = models.CharField(max_length=200, blank=True)
-    total = models.PositiveIntegerField(default=0, help_text="Requests the current phase needs")
+    total = models.PositiveIntegerField(
+        default=0, help_text="Requests the current phase needs (embedding: batches of analyses)"
+    )
     done = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
     tokens_used = models.PositiveBigIntegerField(default=0)
@@ -73,6 +76,11 @@ class DiscoveryRun(Job):
         return min(99, int(100 * (self.done + self.failed) / self.total)) if self.total else 0
 
     @property
+    def progress_unit(self) -> str:
+        """What `done` and `total` count: embedding batches while embedding, else requests."""
+        return "batches" if self.phase == self.Phase.EMBED else "requests"
+
+    @property
     def seen_trace_ids(self) -> set[int]:
         """Every trace an analysis, a quote or a candidate of this run may be drawn from."""
         return {int(pk) for pk in [*self.induction_ids, *self.held_ids]}
@@ -85,6 +93,7 @@ class DiscoveryAnswer(models.Model):
 
     class Phase(models.TextChoices):
         ANALYSE = "analyse", "Analysis of a trace"
+        EMBED = "embed", "Vectors of a batch of analyses"
         NAME = "name", "Naming of a group"
         GATE = "gate", "Gate rater's answer"
 
@@ -94,7 +103,7 @@ class DiscoveryAnswer(models.Model):
         "traces.Trace", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
     )
     rater = models.CharField(max_length=200, help_text="The model that answered")
-    key = models.CharField(max_length=100, help_text="Trace id, or the group's number")
+    key = models.CharField(max_length=100, help_text="Trace id, the group's or the embedding batch's number")
     ok = models.BooleanField(default=False)
     answer = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)

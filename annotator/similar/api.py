@@ -1,5 +1,6 @@
-"""The state of a project's similar-traces representation over the API, and the owner's request to (re)build
-it. Ranking by similarity itself is the trace list's `like=` (GET /api/projects/SLUG/traces/?like=ID)."""
+"""The state of a project's similar-traces representation over the API, and the owner's requests to (re)build
+it and to stop a build in progress. Ranking by similarity itself is the trace list's `like=`
+(GET /api/projects/SLUG/traces/?like=ID)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,16 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotator.access import MANAGE_ROLES, ProjectAccess
+from annotator.api.errors import ErrorSerializer, error_response
 from annotator.models import TraceRepresentation
 from annotator.similar.panel import may_see_panel
-from annotator.similar.service import active_build, current_representation, do_request_build, latest_build
+from annotator.similar.service import (
+    active_build,
+    current_representation,
+    do_request_build,
+    do_stop_build,
+    latest_build,
+)
 
 
 class BuildSerializer(serializers.Serializer):
@@ -68,4 +76,17 @@ def similar(request: Request, slug: str) -> Response:
         return Response(_state(access), status=status.HTTP_202_ACCEPTED)
     if not may_see_panel(access):
         raise PermissionDenied("Similar traces are for owners, adjudicators and annotators")
+    return Response(_state(access))
+
+
+@extend_schema(
+    request=None,
+    responses={200: SimilarStateSerializer, 409: ErrorSerializer},
+    summary="Stop the build in progress (owners); it stays stopped, and the current representation is kept",
+)
+@api_view(["POST"])
+def similar_stop(request: Request, slug: str) -> Response:
+    access = ProjectAccess.load(request.user, slug).require(MANAGE_ROLES)
+    if do_stop_build(access.project) is None:
+        return error_response("No similar-traces build is in progress: nothing to stop", status=409)
     return Response(_state(access))

@@ -32,6 +32,7 @@ class Panel:
     current: TraceRepresentation | None = None
     building: TraceRepresentation | None = None
     failed: TraceRepresentation | None = None  # the newest build, when it failed (owners see why)
+    stopped: TraceRepresentation | None = None  # the newest build, when its owner stopped it (owners see it)
     problem: str = ""  # why no neighbours are listed (not built yet, this trace not yet represented)
     may_build: bool = False
     list_url: str = ""  # the trace list ranked like this trace (reviewers)
@@ -52,6 +53,8 @@ def panel_for(access: ProjectAccess, trace: Trace) -> Panel:
     newest = latest_build(project)
     if newest is not None and newest.status == TraceRepresentation.Status.FAILED and panel.may_build:
         panel.failed = newest
+    if newest is not None and newest.status == TraceRepresentation.Status.STOPPED and panel.may_build:
+        panel.stopped = newest
     if panel.current is None:
         panel.problem = "Similar traces are not computed for this project yet."
         return panel

@@ -14,6 +14,9 @@ at most about MAX_EMBEDDED_TRACES x 2,000 tokens in all. A project over the cap 
 is sent (an update stops before the chunk that would cross it): TF-IDF, which costs nothing, has no cap. The
 requests share the project's rate limit and pauses with its LLM runs.
 
+An owner stops a build in progress (`do_stop_build`): its worker checks before every embedding batch and
+every chunk of traces, sends and writes nothing more, and the build stays stopped with its reason.
+
 Each process keeps the matrix of the few representations it searched last (`index_for`), keyed by
 (project, version) and checked against the row's `generation`, which every write of vectors bumps.
 """
@@ -63,6 +66,7 @@ FIT_SAMPLE = 5_000  # traces the TF-IDF is fitted on (all of them below that)
 EMBED_BATCH = 32  # texts per /embeddings request
 EMBED_CHARS = 8_000  # of a trace's text sent to the embeddings model (about 2,000 tokens)
 MAX_EMBEDDED_TRACES = 100_000  # traces an embeddings representation holds (the spending bound: see above)
+STOPPED_BY_OWNER = "stopped by the owner"
 CACHED_INDEXES = 4  # representations a process keeps in memory
 
 Method = TraceRepresentation.Method
@@ -173,7 +177,8 @@ def do_request_build(project: Project, *, actor=None) -> TraceRepresentation:
 
 
 def do_build(build_id: int) -> TraceRepresentation:
-    """Run a build to its end (the task of `annotator.similar.build`); idempotent."""
+    """Run a build to its end (the task of `annotator.similar.build`); idempotent. A build stopped by its
+    owner meanwhile sends and writes nothing more and stays stopped."""
     if not TraceRepresentation.claim(build_id, stale_before=stale_before()):
         return TraceRepresentation.objects.get(pk=build_id)
     build = TraceRepresentation.objects.select_related("project").get(pk=build_id)
@@ -188,21 +193,42 @@ def do_build(build_id: int) -> TraceRepresentation:
         TraceRepresentation.fail(build_id, "Could not build the representation: an internal error (logged)")
         raise
     with transaction.atomic():
-        TraceRepresentation.objects.filter(pk=build_id, status=JobStatus.RUNNING).update(
+        finished = TraceRepresentation.objects.filter(pk=build_id, status=JobStatus.RUNNING).update(
             status=JobStatus.SUCCEEDED,
             finished_at=timezone.now(),
             generation=F("generation") + 1,
             traces_total=F("traces_done"),  # traces that joined the project during the build included
         )
-        # The older versions are no longer searched: their vectors go.
-        TraceVector.objects.filter(project_id=build.project_id, version__lt=build.version).delete()
+        if finished:
+            # The older versions are no longer searched: their vectors go (never for a stopped build: the
+            # version searched is still the last one that succeeded).
+            TraceVector.objects.filter(project_id=build.project_id, version__lt=build.version).delete()
     build.refresh_from_db()
+    if not finished:
+        log.info("project %s: similar-traces v%d ended %s", build.project.slug, build.version, build.status)
+        return build
     log.info(
         "project %s: similar-traces v%d built (%d traces)",
         build.project.slug,
         build.version,
         build.traces_done,
     )
+    return build
+
+
+def do_stop_build(project: Project, *, reason: str = STOPPED_BY_OWNER) -> TraceRepresentation | None:
+    """Stop the project's build that is queued or running: its worker sends no further embedding batch and
+    writes no further chunk of vectors, and the build stays stopped (`error` says why; the version searched
+    is still the last one that succeeded). An import afterwards does not start another first build: the
+    owner starts the next one. None when no build is in progress."""
+    build = active_build(project)
+    if build is None:
+        return None
+    stopped = TraceRepresentation.objects.filter(pk=build.pk, status__in=TraceRepresentation.ACTIVE_STATUSES)
+    if not stopped.update(status=JobStatus.STOPPED, error=reason[:200], finished_at=timezone.now()):
+        return None
+    build.refresh_from_db()
+    log.info("project %s: similar-traces v%d stopped (%s)", project.slug, build.version, reason)
     return build
 
 
@@ -216,6 +242,9 @@ def do_update(project_id: int) -> int:
         return 0  # the running build writes every trace missing a vector, new ones included
     build = current_representation(project)
     if build is None:
+        newest = latest_build(project)
+        if newest is not None and newest.status == JobStatus.STOPPED:
+            return 0  # the owner stopped the first build: starting another is theirs to do
         if Trace.objects.in_project(project).exists():
             do_request_build(project)
         return 0
@@ -260,6 +289,8 @@ class _Embeddings:
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         rows: list[list[float]] = []
         for start in range(0, len(texts), EMBED_BATCH):
+            if not _may_go_on(self.build):
+                raise _Stopped
             batch = [text[:EMBED_CHARS] or " " for text in texts[start : start + EMBED_BATCH]]
             rows.extend(self.client.embed(batch, self.build.model).vectors)
         lengths = {len(row) for row in rows}
@@ -321,16 +352,22 @@ def _missing(build: TraceRepresentation, limit: int) -> list[int]:
 
 def _write_missing(build: TraceRepresentation, vectorise: Vectorise) -> int:
     """Vectors for every trace of the project without one in `build`, a chunk per transaction; returns
-    how many were written. Stops when the build was stopped or failed meanwhile."""
+    how many were written. Stops, before the next chunk or embedding batch, when the build was stopped or
+    failed meanwhile."""
     written = 0
     held = TraceVector.objects.filter(project_id=build.project_id, version=build.version).count()
     if build.method == Method.EMBEDDINGS and held == 0:
         _check_embedding_cap(Trace.objects.in_project(build.project_id).count())
     while ids := _missing(build, CHUNK_TRACES):
+        if not _may_go_on(build):
+            break
         if build.method == Method.EMBEDDINGS:
             _check_embedding_cap(held + written + len(ids))
         pairs = list(_texts(ids))
-        vectors = vectorise([text for _, text in pairs])
+        try:
+            vectors = vectorise([text for _, text in pairs])
+        except _Stopped:
+            break
         with transaction.atomic():
             TraceVector.objects.bulk_create(
                 [
@@ -348,6 +385,18 @@ def _write_missing(build: TraceRepresentation, vectorise: Vectorise) -> int:
             break
         written += len(pairs)
     return written
+
+
+class _Stopped(Exception):
+    """The build was stopped (or failed) while a chunk was being embedded: nothing more is sent."""
+
+
+def _may_go_on(build: TraceRepresentation) -> bool:
+    """Whether the build (or the update of the current representation) may send or write more: not once
+    its owner stopped it, nor once it failed."""
+    return TraceRepresentation.objects.filter(
+        pk=build.pk, status__in=(JobStatus.RUNNING, JobStatus.SUCCEEDED)
+    ).exists()
 
 
 def _check_embedding_cap(traces: int) -> None:

@@ -279,11 +279,17 @@ def test_every_operation_answers_its_documented_shapes(
         o, "post", f"{api}/discovery/gate/", 400, {**gate, "changes": [{"op": "retire", "code": "FM-1.1"}]}
     )
 
-    # Similar traces: the representation's state (owners, adjudicators, annotators), a build (owners).
+    # Similar traces: the representation's state (owners, adjudicators, annotators), a build and its stop
+    # (owners).
     expect(o, "get", f"{api}/similar/", 200)
     with django_capture_on_commit_callbacks(execute=True):
         expect(o, "post", f"{api}/similar/", 202)
     expect(a, "post", f"{api}/similar/", 403)
+    expect(o, "post", f"{api}/similar/", 202)  # queued: no worker has it yet
+    expect(a, "post", f"{api}/similar/stop/", 403)
+    stopped = expect(o, "post", f"{api}/similar/stop/", 200).json()
+    assert stopped["building"] is None and stopped["latest"]["status"] == "stopped"
+    expect(o, "post", f"{api}/similar/stop/", 409)  # nothing in progress
 
     # Imports and exports (owners): eager Celery runs the job on commit.
     with django_capture_on_commit_callbacks(execute=True):

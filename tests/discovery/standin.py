@@ -45,7 +45,8 @@ class DiscoveryModel:
         self.bad_quote, self.latency = bad_quote, latency
         self.unavailable = False  # True: every request is answered 503 (the server is down)
         self.models_seen: list[str] = []
-        self.embedded = 0
+        self.embedded = 0  # texts embedded
+        self.embed_requests = 0  # /embeddings requests answered
         self.prompts: list[str] = []  # the start of each request's system message
 
     def reply(self, body: dict) -> str:
@@ -63,6 +64,7 @@ class DiscoveryModel:
         """Vectors as an embedding model gives them: texts that mean the same land close. Here a hashed bag
         of the words of the text's pattern, so the three wordings of one pattern share one direction."""
         self.embedded += len(body["input"])
+        self.embed_requests += 1
         self.models_seen.append(str(body.get("model")))
         rows = []
         for i, text in enumerate(body["input"]):

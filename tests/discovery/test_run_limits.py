@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from annotator.discovery import process
+from annotator.discovery import embedding as embedding_step
 from annotator.discovery.estimate import estimate_discovery
 from annotator.discovery.process import do_process_discovery
 from annotator.discovery.service import do_resume_discovery, do_start_discovery, do_stop_discovery
@@ -32,7 +32,7 @@ def _start(access) -> DiscoveryRun:
 def embedding(llm_config, monkeypatch):
     llm_config.embeddings_model = "embedder"
     llm_config.save()
-    monkeypatch.setattr(process, "EMBED_BATCH", 4)  # several batches from a few dozen analyses
+    monkeypatch.setattr(embedding_step, "EMBED_BATCH", 4)  # several batches from a few dozen analyses
     return llm_config
 
 
@@ -53,16 +53,19 @@ def test_the_owners_stop_between_embedding_batches_is_honoured(
 
     monkeypatch.setattr(ChatClient, "embed", embed_then_stop)
     stopped = do_process_discovery(run.pk)
-    assert (stopped.status, stopped.phase) == (DiscoveryRun.Status.STOPPED, DiscoveryRun.Phase.NAME)
+    assert (stopped.status, stopped.phase) == (DiscoveryRun.Status.STOPPED, DiscoveryRun.Phase.EMBED)
     assert model.embedded == 4, "no batch is sent after the stop"
     assert _namings(model) == 0
     assert stopped.tokens_used == 60 * CHAT_TOKENS + 4 * EMBED_TOKENS
+    assert (stopped.done, stopped.progress_unit) == (1, "batches"), "the batch that came back is kept"
+    batches = stopped.total
 
     monkeypatch.setattr(ChatClient, "embed", embed)
     assert do_resume_discovery(stopped, enqueue=False)
     done = do_process_discovery(run.pk)
     assert done.status == DiscoveryRun.Status.SUCCEEDED, done.error
     assert sorted(c["code"] for c in done.candidates) == sorted(p.code for p in PLANTED)
+    assert batches > 1 and model.embed_requests == batches, "each batch was sent once, the first one too"
 
 
 def test_the_token_cap_counts_embedding_tokens(owner_access, embedding, synthetic, model, standin):

@@ -9,8 +9,10 @@ from dataclasses import dataclass
 import pytest
 from django.test import Client
 
+from annotator.models import LLMConfig
 from annotator.similar.service import do_build, do_request_build, forget_cached_indexes
 from tests.factories import BatchFactory, TraceFactory
+from tests.llm.fake_server import FakeChatServer
 from traces.models import Step, Trace
 
 TOPICS = {
@@ -103,3 +105,20 @@ def client_for(user) -> Client:
     client = Client()
     client.force_login(user)
     return client
+
+
+@pytest.fixture
+def embeddings_server(settings, project):
+    """The project's endpoint is the local stand-in, and its LLM settings name an embeddings model."""
+    server = FakeChatServer().start()
+    settings.LLM_ALLOWED_BASE_URLS = [server.base_url]
+    LLMConfig.objects.create(
+        project=project,
+        base_url=server.base_url,
+        model="chat-model",
+        embeddings_model="embed-small",
+        requests_per_minute=1000,
+        timeout_seconds=5,
+    )
+    yield server
+    server.stop()

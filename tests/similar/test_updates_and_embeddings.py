@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from annotator.models import LLMConfig, TraceRepresentation, TraceVector
 from annotator.services.imports import do_import_traces
-from tests.llm.fake_server import EMBEDDING_DIMENSIONS, FakeChatServer
+from tests.llm.fake_server import EMBEDDING_DIMENSIONS
 from tests.similar.conftest import TARGET_STEPS, build, client_for
 from traces.models import Trace
 
@@ -55,22 +53,6 @@ def test_the_first_import_into_a_project_starts_its_first_build(
         )
     built = TraceRepresentation.objects.get(project=project)
     assert built.status == "succeeded" and built.traces_done == 4
-
-
-@pytest.fixture
-def embeddings_server(settings, project):
-    server = FakeChatServer().start()
-    settings.LLM_ALLOWED_BASE_URLS = [server.base_url]
-    LLMConfig.objects.create(
-        project=project,
-        base_url=server.base_url,
-        model="chat-model",
-        embeddings_model="embed-small",
-        requests_per_minute=1000,
-        timeout_seconds=5,
-    )
-    yield server
-    server.stop()
 
 
 def test_with_an_embeddings_model_the_endpoint_gives_the_vectors(project, planted, owner, embeddings_server):
