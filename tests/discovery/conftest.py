@@ -56,3 +56,29 @@ def synthetic(project):
 @pytest.fixture
 def owner_access(project, owner):
     return ProjectAccess.of(owner, project)
+
+
+CHAT_TOKENS = 550  # what the stand-in books for an answer
+EMBED_TOKENS = 10  # and for each text it embeds
+EMBED_BATCH = 4  # several embedding batches from a few dozen analyses
+
+
+@pytest.fixture
+def embedding(llm_config, monkeypatch):
+    """The project's endpoint with an embeddings model: analyses are grouped by their embeddings, sent
+    EMBED_BATCH texts a request."""
+    from annotator.discovery import embedding as embedding_step
+
+    llm_config.embeddings_model = "embedder"
+    llm_config.save()
+    monkeypatch.setattr(embedding_step, "EMBED_BATCH", EMBED_BATCH)
+    return llm_config
+
+
+def start_discovery(access):
+    """A discovery run over the synthetic batch (60 analysed, 30 gated by the three raters), not enqueued."""
+    from annotator.discovery.service import do_start_discovery
+
+    return do_start_discovery(
+        access, scope="batch:synthetic", raters=RATERS, sample=60, gate_sample=30, enqueue=False
+    )

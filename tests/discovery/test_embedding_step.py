@@ -4,36 +4,16 @@ embedding keeps the batches that came back, so a resumed run sends no embedding 
 
 from __future__ import annotations
 
-import pytest
 from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotator.discovery import embedding as embedding_step
 from annotator.discovery.process import do_process_discovery
-from annotator.discovery.service import do_resume_discovery, do_start_discovery, do_stop_discovery
+from annotator.discovery.service import do_resume_discovery, do_stop_discovery
 from annotator.discovery.synthetic import PLANTED
 from annotator.llm.client import ChatClient
 from annotator.models import DiscoveryAnswer, DiscoveryRun
-from tests.discovery.conftest import RATERS
-
-CHAT_TOKENS = 550  # what the stand-in books for an answer
-EMBED_TOKENS = 10  # and for each text it embeds
-BATCH = 4
-
-
-@pytest.fixture
-def embedding(llm_config, monkeypatch):
-    llm_config.embeddings_model = "embedder"
-    llm_config.save()
-    monkeypatch.setattr(embedding_step, "EMBED_BATCH", BATCH)  # several batches from a few dozen analyses
-    return llm_config
-
-
-def _start(access) -> DiscoveryRun:
-    return do_start_discovery(
-        access, scope="batch:synthetic", raters=RATERS, sample=60, gate_sample=30, enqueue=False
-    )
+from tests.discovery.conftest import CHAT_TOKENS, EMBED_BATCH, EMBED_TOKENS, start_discovery
 
 
 def _planted(run: DiscoveryRun) -> bool:
@@ -43,7 +23,7 @@ def _planted(run: DiscoveryRun) -> bool:
 def test_a_resumed_run_sends_no_embedding_request_for_batches_already_embedded(
     owner_access, embedding, synthetic, model, monkeypatch
 ):
-    run = _start(owner_access)
+    run = start_discovery(owner_access)
     embed = ChatClient.embed
 
     def embed_then_stop_at_the_third(client, texts, name):
@@ -73,9 +53,11 @@ def test_a_resumed_run_sends_no_embedding_request_for_batches_already_embedded(
 def test_a_run_capped_while_embedding_resumes_from_the_batch_it_reached(
     owner_access, embedding, synthetic, model, standin
 ):
-    embedding.token_cap = 60 * CHAT_TOKENS + 2 * BATCH * EMBED_TOKENS  # two batches fit, the third goes over
+    embedding.token_cap = (
+        60 * CHAT_TOKENS + 2 * EMBED_BATCH * EMBED_TOKENS
+    )  # two batches fit, the third goes over
     embedding.save()
-    capped = do_process_discovery(_start(owner_access).pk)
+    capped = do_process_discovery(start_discovery(owner_access).pk)
     assert (capped.status, capped.stop_reason) == (DiscoveryRun.Status.STOPPED, "token cap reached")
     assert (capped.phase, capped.done, model.embed_requests) == (DiscoveryRun.Phase.EMBED, 2, 2)
 
@@ -93,7 +75,7 @@ def test_a_run_capped_while_embedding_resumes_from_the_batch_it_reached(
 def test_the_page_and_the_api_show_the_embedding_step_and_its_batches(
     project, owner, owner_access, embedding, synthetic, model, monkeypatch
 ):
-    run = _start(owner_access)
+    run = start_discovery(owner_access)
     api, web = APIClient(), Client()
     api.force_authenticate(owner)
     web.force_login(owner)
@@ -122,6 +104,6 @@ def test_the_page_and_the_api_show_the_embedding_step_and_its_batches(
 
 
 def test_without_an_embeddings_model_there_is_no_embedding_step(owner_access, llm_config, synthetic, model):
-    run = do_process_discovery(_start(owner_access).pk)
+    run = do_process_discovery(start_discovery(owner_access).pk)
     assert run.status == DiscoveryRun.Status.SUCCEEDED, run.error
     assert model.embed_requests == 0 and run.results["grouped_by"] == "tf-idf"

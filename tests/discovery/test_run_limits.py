@@ -6,34 +6,14 @@ from __future__ import annotations
 
 import threading
 
-import pytest
-
-from annotator.discovery import embedding as embedding_step
 from annotator.discovery.estimate import estimate_discovery
 from annotator.discovery.process import do_process_discovery
-from annotator.discovery.service import do_resume_discovery, do_start_discovery, do_stop_discovery
+from annotator.discovery.service import do_resume_discovery, do_stop_discovery
 from annotator.discovery.synthetic import PLANTED
 from annotator.llm.client import ChatClient
 from annotator.models import DiscoveryAnswer, DiscoveryRun
 from annotator.services.llm.flight import UNAVAILABLE_LIMIT
-from tests.discovery.conftest import RATERS
-
-CHAT_TOKENS = 550  # what the stand-in books for an answer
-EMBED_TOKENS = 10  # and for each text it embeds
-
-
-def _start(access) -> DiscoveryRun:
-    return do_start_discovery(
-        access, scope="batch:synthetic", raters=RATERS, sample=60, gate_sample=30, enqueue=False
-    )
-
-
-@pytest.fixture
-def embedding(llm_config, monkeypatch):
-    llm_config.embeddings_model = "embedder"
-    llm_config.save()
-    monkeypatch.setattr(embedding_step, "EMBED_BATCH", 4)  # several batches from a few dozen analyses
-    return llm_config
+from tests.discovery.conftest import CHAT_TOKENS, EMBED_BATCH, EMBED_TOKENS, RATERS, start_discovery
 
 
 def _namings(model) -> int:
@@ -43,7 +23,7 @@ def _namings(model) -> int:
 def test_the_owners_stop_between_embedding_batches_is_honoured(
     owner_access, embedding, synthetic, model, monkeypatch
 ):
-    run = _start(owner_access)
+    run = start_discovery(owner_access)
     embed = ChatClient.embed
 
     def embed_then_stop(client, texts, name):
@@ -54,9 +34,9 @@ def test_the_owners_stop_between_embedding_batches_is_honoured(
     monkeypatch.setattr(ChatClient, "embed", embed_then_stop)
     stopped = do_process_discovery(run.pk)
     assert (stopped.status, stopped.phase) == (DiscoveryRun.Status.STOPPED, DiscoveryRun.Phase.EMBED)
-    assert model.embedded == 4, "no batch is sent after the stop"
+    assert model.embedded == EMBED_BATCH, "no batch is sent after the stop"
     assert _namings(model) == 0
-    assert stopped.tokens_used == 60 * CHAT_TOKENS + 4 * EMBED_TOKENS
+    assert stopped.tokens_used == 60 * CHAT_TOKENS + EMBED_BATCH * EMBED_TOKENS
     assert (stopped.done, stopped.progress_unit) == (1, "batches"), "the batch that came back is kept"
     batches = stopped.total
 
@@ -71,11 +51,11 @@ def test_the_owners_stop_between_embedding_batches_is_honoured(
 def test_the_token_cap_counts_embedding_tokens(owner_access, embedding, synthetic, model, standin):
     embedding.token_cap = 60 * CHAT_TOKENS + 1  # every analysis fits; the first embedding batch crosses it
     embedding.save()
-    run = do_process_discovery(_start(owner_access).pk)
+    run = do_process_discovery(start_discovery(owner_access).pk)
     assert (run.status, run.stop_reason) == (DiscoveryRun.Status.STOPPED, "token cap reached")
     assert run.answers.filter(phase=DiscoveryAnswer.Phase.ANALYSE).count() == 60
-    assert model.embedded == 4 and _namings(model) == 0
-    assert run.tokens_used == 60 * CHAT_TOKENS + 4 * EMBED_TOKENS
+    assert model.embedded == EMBED_BATCH and _namings(model) == 0
+    assert run.tokens_used == 60 * CHAT_TOKENS + EMBED_BATCH * EMBED_TOKENS
 
 
 def test_the_estimate_counts_the_embeddings_before_anything_is_spent(owner_access, llm_config, synthetic):
@@ -98,7 +78,7 @@ def test_a_run_gives_up_when_the_endpoint_stays_unavailable(
     owner_access, llm_config, synthetic, model, standin
 ):
     model.unavailable = True
-    run = do_process_discovery(_start(owner_access).pk, max_retries=0)
+    run = do_process_discovery(start_discovery(owner_access).pk, max_retries=0)
     assert run.status == DiscoveryRun.Status.FAILED
     assert run.error.startswith("the endpoint is unavailable: HTTP 503")
     assert run.failed >= UNAVAILABLE_LIMIT
@@ -117,7 +97,7 @@ def test_a_runs_requests_go_from_its_named_workers(owner_access, llm_config, syn
         return complete(client, messages)
 
     monkeypatch.setattr(ChatClient, "complete", complete_and_note)
-    run = do_process_discovery(_start(owner_access).pk)
+    run = do_process_discovery(start_discovery(owner_access).pk)
     assert run.status == DiscoveryRun.Status.SUCCEEDED, run.error
     assert names and all(name.startswith(f"discovery-{run.pk}_") for name in names)
     assert len(names) <= llm_config.concurrency
