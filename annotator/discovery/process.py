@@ -36,6 +36,7 @@ from django.utils import timezone
 from annotator.discovery import embedding, induce
 from annotator.discovery.asks import Ask, GateLabeller, Reply, analysis_call, gate_call, json_call
 from annotator.discovery.gate_stats import RaterAnswer, gate
+from annotator.discovery.results import long_trace_counts
 from annotator.llm.client import (
     ChatClient,
     LLMCancelled,
@@ -164,6 +165,7 @@ class _Phases:
             self.run.results = {
                 "groups": stored,
                 "grouped_by": f"embeddings ({model})" if model else "tf-idf",
+                "long_traces": long_trace_counts(self.run),
             }
             with transaction.atomic():
                 DiscoveryRun.objects.filter(pk=self.run.pk).update(results=self.run.results)
@@ -269,7 +271,8 @@ class _Phases:
             kappa_min=run.kappa_min,
             coverage_min=run.coverage_min,
         )
-        results["grouped_by"] = (run.results or {}).get("grouped_by", "")
+        for kept in ("grouped_by", "long_traces"):
+            results[kept] = (run.results or {}).get(kept, "" if kept == "grouped_by" else {})
         DiscoveryRun.objects.filter(pk=run.pk).update(results=results)
         run.results = results
 

@@ -40,28 +40,48 @@ def methods_paragraph(run: DiscoveryRun) -> str:
 
 
 def _long_traces(run: DiscoveryRun) -> str:
-    """How the analyses read traces over the character budget, and how many there were."""
+    """How the analyses read traces over the character budget, and how many there were (counted by the
+    worker once the analyses are in, kept in the run's results: a page never counts answers a running
+    worker is writing)."""
     options = long_trace_options(run.endpoint)
     budget = f"{options['budget']:,} characters"
-    analyses = run.answers.filter(phase=DiscoveryAnswer.Phase.ANALYSE)
-    windowed = analyses.filter(answer__windows__gt=1).count()
-    cut = analyses.filter(answer__cut=True).count()
+    counts = (run.results or {}).get("long_traces") or {}
     if options["long_traces"] == CUT:
-        if not cut:
+        cut = counts.get("cut")
+        if cut == 0:
             return f"Every trace fit the budget of {budget} in one request. "
-        return (
-            f"{cut} of the traces analysed exceeded the budget of {budget} and had their middle cut out: the "
-            "model saw the steps from the start and from the end that fit half the budget each, with a "
-            "marker naming the steps left out, and could neither describe nor quote those. "
+        which = (
+            f"Traces over the budget of {budget} have"
+            if cut is None
+            else f"{cut} of the traces analysed exceeded the budget of {budget} and had"
         )
-    if not windowed:
+        return (
+            f"{which} their middle cut out: the model saw the steps from the start and from the end that fit "
+            "half the budget each, with a marker naming the steps left out, and could neither describe nor "
+            "quote those. "
+        )
+    windowed = counts.get("windowed")
+    if windowed == 0:
         return f"Every trace fit the budget of {budget} in one request. "
-    return (
-        f"{windowed} of the traces analysed exceeded the budget of {budget} and were read in overlapping "
-        f"windows of consecutive steps ({options['overlap']} steps shared), one request each, every step seen "
-        "once at least; each window's answer could cite only its own steps, numbered as in the trace, and "
-        "the windows' failures were joined. "
+    which = (
+        f"Traces over the budget of {budget} are"
+        if windowed is None
+        else f"{windowed} of the traces analysed exceeded the budget of {budget} and were"
     )
+    return (
+        f"{which} read in overlapping windows of consecutive steps ({options['overlap']} steps shared), one "
+        "request each, every step seen once at least; each window's answer could cite only its own steps, "
+        "numbered as in the trace, and the windows' failures were joined. "
+    )
+
+
+def long_trace_counts(run: DiscoveryRun) -> dict[str, int]:
+    """How many of the run's analyses were read in windows and how many had their middle cut."""
+    analyses = run.answers.filter(phase=DiscoveryAnswer.Phase.ANALYSE)
+    return {
+        "windowed": analyses.filter(answer__windows__gt=1).count(),
+        "cut": analyses.filter(answer__cut=True).count(),
+    }
 
 
 def _vectors(run: DiscoveryRun) -> str:

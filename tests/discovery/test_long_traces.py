@@ -72,3 +72,15 @@ def test_with_the_cut_option_the_middle_is_not_seen_and_the_methods_say_so(owner
         "3 of the traces analysed exceeded the budget of 4,000 characters and had their middle cut out"
         in methods_paragraph(run)
     )
+
+
+def test_a_running_runs_methods_say_how_long_traces_are_read_without_counting_them(
+    owner_access, long_traces, django_assert_num_queries
+):
+    """While the worker writes its analyses, the page's methods paragraph reads only the run: the counts
+    come with the groups, once every analysis is in."""
+    started = do_start_discovery(owner_access, enqueue=False, **OPTIONS)
+    run = DiscoveryRun.objects.select_related("project").get(pk=started.pk)
+    with django_assert_num_queries(0):
+        methods = methods_paragraph(run)
+    assert "Traces over the budget of 4,000 characters are read in overlapping windows" in methods
