@@ -13,6 +13,7 @@ from django.test import Client
 from annotator.models import AgreementReport
 from annotator.raters import get_llm_rater
 from annotator.services.label_import import IncomingAnnotation, do_import_annotations
+from tests.agreement.test_report_mast import import_mast
 from tests.factories import UserFactory, add_member
 from tests.labels import project_trace, submit
 from traces.importers.records import AnnotationRecord, LabelRecord
@@ -171,3 +172,19 @@ def test_a_report_filtered_by_dates_shows_its_numbers_unlinked(three_raters, own
     page = _client(owner).get(f"/p/{three_raters.slug}/agreement/?since=2000-01-01").content.decode()
     assert ">Disagree</th>" in page
     assert MODE_CELL.findall(page) == []
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_mast_human_set_every_disagree_cell_opens_as_many_traces_as_it_counts(project, owner):
+    """The real MAST release (19 traces, three annotators, two NaN votes), imported as a user would."""
+    import_mast(project)
+    client = _client(owner)
+    cells = _mode_cells(client, project)
+    results = _latest(project)
+    assert results["kappa_statistic"] == "fleiss_kappa"
+    assert {code: n for code, (_, n) in cells.items()} == {
+        row["code"]: row["n_disagree"] for row in results["modes"] if row["n_disagree"]
+    }
+    assert len(cells) >= 3  # the annotators split on several modes: the test compares something
+    for code, (href, shown) in cells.items():
+        assert _api_count(client, project, href) == shown, code
