@@ -12,7 +12,9 @@ from django.test import Client
 
 from annotator.models import AgreementReport
 from annotator.raters import get_llm_rater
+from annotator.search.filters import MAX_RATERS
 from annotator.services.label_import import IncomingAnnotation, do_import_annotations
+from annotator.views import agreement_display as display
 from tests.agreement.test_report_mast import import_mast
 from tests.factories import UserFactory, add_member
 from tests.labels import project_trace, submit
@@ -188,3 +190,13 @@ def test_mast_human_set_every_disagree_cell_opens_as_many_traces_as_it_counts(pr
     assert len(cells) >= 3  # the annotators split on several modes: the test compares something
     for code, (href, shown) in cells.items():
         assert _api_count(client, project, href) == shown, code
+
+
+def test_the_link_names_two_raters_as_a_pair_more_as_raters_and_too_many_not_at_all():
+    def named(*names):
+        return display.disagree_raters({"raters": [{"username": name} for name in names]})
+
+    assert named("ana", "ben") == ("pair=ana,ben", "")
+    assert named("mast/x", "mast/y", "mast/z") == ("raters=mast%2Fx,mast%2Fy,mast%2Fz", "")
+    link, why = named(*(f"r{k}" for k in range(MAX_RATERS + 1)))
+    assert link is None and str(MAX_RATERS) in why
