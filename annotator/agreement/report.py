@@ -127,6 +127,8 @@ def build_report_from_rows(
     rows = binary_mode_agreement(r, n_boot=settings.n_boot, seed=settings.seed, ci=settings.ci, weights=w)
     kappa_statistic = "cohen_kappa" if n_raters == 2 else "fleiss_kappa"
     modes_json = [_mode_json(row, info, data.raters) for row, info in zip(rows, data.modes, strict=True)]
+    for row, n in zip(modes_json, _disagreements(r, w), strict=True):
+        row["n_disagree"] = n
     report: dict[str, Any] = {
         "schema": SCHEMA,
         **settings.extra,
@@ -175,6 +177,14 @@ def _mode_json(row: ModeAgreement, info: ModeInfo, raters: Sequence[str]) -> dic
         "kappa_ci": interval_json(row.kappa_ci, row.kappa_ci_statistic),
         "alpha_ci": interval_json(row.alpha_ci, "krippendorff_alpha"),
     }
+
+
+def _disagreements(r: NDArray[np.int8], w: NDArray[np.int64]) -> list[int]:
+    """Per mode, the traces where one rater chose it and another rated it without choosing it (a missing
+    vote is neither): what the main table's "Disagree" cell opens in the trace list (`raters=...` or, with
+    two raters, `pair=a,b`, with `disputed_mode=CODE`). With two raters, the pair's `n_disagree`."""
+    split = (r == 1).any(axis=1) & (r == 0).any(axis=1)
+    return [int(n) for n in w @ split]
 
 
 def _counts(r: NDArray[np.int8], w: NDArray[np.int64]) -> dict[str, int]:

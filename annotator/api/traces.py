@@ -156,6 +156,11 @@ class TraceFilterParams(serializers.Serializer):
         help_text="Two raters' usernames a,b: the traces both submitted; with disputed_mode, where only one "
         "of the two chose it (reviewers only)",
     )
+    raters = serializers.CharField(
+        required=False,
+        help_text="Two or more raters' usernames a,b,c: the traces at least two of them submitted; with "
+        "disputed_mode, where one of them chose it and another did not (reviewers only)",
+    )
     sig_mode = serializers.CharField(
         required=False,
         help_text="A mode the failure signatures count on the trace under sig_source (reviewers only)",

@@ -33,6 +33,7 @@ LABEL_PARAMS = frozenset(
         "evidence_kind",
         "evidence_tool",
         "pair",
+        "raters",
         "sig_mode",
         "sig_source",
     }
@@ -40,6 +41,8 @@ LABEL_PARAMS = frozenset(
 
 MAX_TEXT = 200
 MAX_META = 10
+MAX_RATERS = 50  # a report comparing more raters leaves its "Disagree" cells unlinked (agreement_display)
+MAX_USERNAME = 150
 _MODE_CODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,39}$")
 _META_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,99}$")
 
@@ -75,6 +78,10 @@ class TraceFilter:
     # Two raters' usernames, "a,b": the traces both submitted (with disputed_mode: where exactly one of the
     # two chose it). What a cell of the agreement report's pair tables opens.
     pair: str = ""
+    # Two or more raters' usernames, "a,b,c": the traces at least two of them submitted (with disputed_mode:
+    # where one of them chose it and another rated it without choosing it). Two names mean what `pair`
+    # does; what a cell of the agreement report's "Disagree" column opens with three raters or more.
+    raters: str = ""
     # A mode as the failure signatures count it under a label source (gold, union, agreed, gold+union,
     # annotator:NAME, ...; default gold): what a cell of the signatures' tables opens.
     sig_mode: str = ""
@@ -233,10 +240,9 @@ def _meta(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
-def pair_names(value: str) -> tuple[str, str]:
-    """The two usernames of a `pair` value ("alice,bob")."""
-    first, _, second = value.partition(",")
-    return first, second
+def rater_names(value: str) -> tuple[str, ...]:
+    """The usernames of a `pair` or `raters` value ("alice,bob,carol")."""
+    return tuple(value.split(",")) if value else ()
 
 
 def _pair(params: Mapping[str, Any]) -> str:
@@ -246,8 +252,26 @@ def _pair(params: Mapping[str, Any]) -> str:
     names = [name.strip() for name in value.split(",")]
     if len(names) != 2 or not all(names) or names[0] == names[1]:
         raise FilterError("pair", f"'{value[:60]}' is not two different raters' usernames, a,b")
-    if any(len(name) > 150 for name in names):
-        raise FilterError("pair", "a username is at most 150 characters")
+    if any(len(name) > MAX_USERNAME for name in names):
+        raise FilterError("pair", f"a username is at most {MAX_USERNAME} characters")
+    return ",".join(names)
+
+
+def _raters(params: Mapping[str, Any]) -> str:
+    # Not `_one`: fifty usernames pass its 200 characters.
+    values = [v.strip() for v in _getlist(params, "raters") if v.strip()]
+    if not values:
+        return ""
+    if len(values) > 1:
+        raise FilterError("raters", "give it once, the usernames separated by commas")
+    value = values[0]
+    names = [name.strip() for name in value.split(",", MAX_RATERS)]
+    if len(names) > MAX_RATERS:
+        raise FilterError("raters", f"at most {MAX_RATERS} raters")
+    if len(names) < 2 or not all(names) or len(set(names)) != len(names):
+        raise FilterError("raters", f"'{value[:60]}' is not two or more different raters' usernames, a,b,c")
+    if any(len(name) > MAX_USERNAME or "\x00" in name for name in names):
+        raise FilterError("raters", f"a username is at most {MAX_USERNAME} characters, without NUL")
     return ",".join(names)
 
 
@@ -281,6 +305,7 @@ def parse(params: Mapping[str, Any]) -> TraceFilter:
         evidence_kind=_choice(params, "evidence_kind", STEP_KINDS),
         evidence_tool=_one(params, "evidence_tool"),
         pair=_pair(params),
+        raters=_raters(params),
         sig_mode=_mode(params, "sig_mode"),
         sig_source=_one(params, "sig_source"),
         tool=_one(params, "tool"),
@@ -289,6 +314,8 @@ def parse(params: Mapping[str, Any]) -> TraceFilter:
         like=_trace_id(params, "like"),
         ordering=ordering,
     )
+    if found.pair and found.raters:
+        raise FilterError("raters", "give pair or raters, not both")
     if found.sig_source and not found.sig_mode:
         raise FilterError("sig_source", "says whose labels sig_mode counts: give sig_mode too")
     if found.score_min is not None and found.score_max is not None and found.score_min > found.score_max:

@@ -16,7 +16,7 @@ from django.db.models.expressions import RawSQL
 from annotator.access import ProjectAccess
 from annotator.models import AdjudicationItem, Annotation, Assignment, GoldLabel, LabelApplication
 from annotator.models.raters import Rater, RaterKind
-from annotator.search.filters import FilterError, TraceFilter, pair_names
+from annotator.search.filters import FilterError, TraceFilter, rater_names
 from annotator.search.indexing import uses_search_table as _is_postgres
 from annotator.search.signature_filter import signature_q
 
@@ -49,6 +49,8 @@ def label_conditions(access: ProjectAccess, flt: TraceFilter, modes: dict[str, i
         conditions.append(Q(pk__in=llm.values("annotation__assignment__trace_id")))
     if flt.pair:
         conditions.append(pair_q(ctx, flt.pair, flt.disputed_mode))
+    elif flt.raters:
+        conditions.append(raters_q(ctx, rater_names(flt.raters), flt.disputed_mode))
     elif flt.disputed_mode:
         conditions.append(_disputed_q(ctx, flt.disputed_mode))
     if flt.evidence_kind or flt.evidence_tool:
@@ -167,27 +169,54 @@ def _disputed_q(ctx: _Context, code: str) -> Q:
 
 
 def pair_q(ctx: _Context, pair: str, code: str = "") -> Q:
-    """Traces both raters of `pair` ("a,b") submitted (their work annotations, whatever kind of rater);
-    with `code`, those where exactly one of the two chose that mode: a cell of the agreement report's pair
-    tables. FilterError names an unknown rater."""
-    names = pair_names(pair)
+    """Traces both raters of `pair` ("a,b") submitted; with `code`, those where one of the two chose that
+    mode and the other did not: a cell of the agreement report's pair tables (`raters_q` of two)."""
+    return raters_q(ctx, rater_names(pair), code, param="pair")
+
+
+def raters_q(ctx: _Context, names: tuple[str, ...], code: str = "", *, param: str = "raters") -> Q:
+    """Traces at least two of `names` submitted (their work annotations, whatever kind of rater); with
+    `code`, those where one of them chose that mode and another rated it without choosing it: what the
+    agreement report counts as a disagreement on the mode among these raters, so its "Disagree" cell and
+    the list it opens hold the same traces. A vote an imported source left out (the annotation's
+    provenance `missing_modes`) is neither, as the report has it missing. FilterError names an unknown
+    rater."""
     users = dict(get_user_model().objects.filter(username__in=names).values_list("username", "pk"))
     for name in names:
         if name not in users:
-            raise FilterError("pair", f"no rater '{name}'")
-    both = Q()
-    chose = []
-    for name in names:
-        submitted = ctx.submitted(filling=False).filter(assignment__annotator_id=users[name])
-        both &= Q(pk__in=submitted.values("assignment__trace_id"))
-        if code:
-            with_mode = LabelApplication.objects.filter(
-                mode_id=ctx.modes[code], annotation__in=submitted.values("pk")
-            )
-            chose.append(Q(pk__in=with_mode.values("annotation__assignment__trace_id")))
+            raise FilterError(param, f"no rater '{name}'")
+    submitted = ctx.submitted(filling=False).filter(assignment__annotator_id__in=list(users.values()))
     if not code:
-        return both
-    return both & ((chose[0] & ~chose[1]) | (~chose[0] & chose[1]))
+        shared = (
+            submitted.order_by()
+            .values("assignment__trace_id")
+            .annotate(n=Count("assignment__annotator_id", distinct=True))
+            .filter(n__gte=2)
+            .values("assignment__trace_id")
+        )
+        return Q(pk__in=shared)
+    # A subquery, not `exclude(<json lookup>)`: on an annotation without the key the lookup is NULL, and
+    # NOT NULL would drop the annotation rather than keep it.
+    rated = submitted.exclude(pk__in=submitted.filter(_missing_vote_q(code)).values("pk"))
+    chose = LabelApplication.objects.filter(mode_id=ctx.modes[code], annotation__in=rated.values("pk"))
+    lacked = rated.exclude(pk__in=chose.values("annotation_id"))
+    return Q(pk__in=chose.values("annotation__assignment__trace_id")) & Q(
+        pk__in=lacked.values("assignment__trace_id")
+    )
+
+
+def _missing_vote_q(code: str) -> Q:
+    """Annotations whose provenance lists `code` among the votes the imported source left out."""
+    if _is_postgres():
+        return Q(provenance__missing_modes__contains=[code])
+    # SQLite's JSON has no containment lookup: the list's elements, by json_each.
+    return Q(
+        pk__in=RawSQL(
+            "SELECT a.id FROM annotator_annotation a, json_each(a.provenance, '$.missing_modes') m "
+            "WHERE json_type(a.provenance, '$.missing_modes') = 'array' AND m.value = %s",
+            [code],
+        )
+    )
 
 
 def _evidence_sql(flt: TraceFilter, project_id: int) -> RawSQL:

@@ -90,8 +90,8 @@ def report_context(
             if getattr(project, "access", None) and project.access.is_reviewer
             else None,
             mode_disagree=display.mode_disagreements(results),
-            only_pair=(results.get("pairs") or [None])[0] if len(results.get("pairs") or []) == 1 else None,
         )
+        context["disagree_raters"], context["disagree_unlinked"] = display.disagree_raters(results)
     return context
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from django.http import QueryDict
 
 from annotator.csvsafe import csv_writer
+from annotator.search.filters import MAX_RATERS
 
 STATISTICS = (
     ("observed_agreement", "observed agreement"),
@@ -180,9 +181,26 @@ def drill_query(filters: dict[str, Any]) -> str | None:
 
 
 def mode_disagreements(results: dict[str, Any]) -> dict[str, int]:
-    """With exactly two raters, mode code -> traces where one chose it and the other did not (the main
-    table's "Disagree" column); {} otherwise or for a report stored before the count existed."""
+    """Mode code -> the report's traces where one rater chose it and another did not (the main table's
+    "Disagree" column); {} for a report stored before the count existed with other than two raters."""
+    modes = results.get("modes") or []
+    if modes and all("n_disagree" in m for m in modes):
+        return {m["code"]: m["n_disagree"] for m in modes}
     pairs = results.get("pairs") or []
     if len(pairs) != 1:
         return {}
     return {m["code"]: m["n_disagree"] for m in pairs[0]["modes"] if "n_disagree" in m}
+
+
+def disagree_raters(results: dict[str, Any]) -> tuple[str | None, str]:
+    """The trace-list parameter naming the report's raters for a "Disagree" cell (`pair=a,b` for two,
+    `raters=a,b,c` for more), or None and why the cells open nothing. Naming every rater of the report is
+    what makes the list count the cell's traces: `disputed_mode` alone compares the overlap's raters."""
+    names = [r["username"] for r in results.get("raters") or []]
+    if len(names) < 2:
+        return None, "Agreement needs two raters"
+    if len(names) > MAX_RATERS:
+        return None, f"The trace list compares at most {MAX_RATERS} raters at once"
+    query = QueryDict(mutable=True)
+    query["pair" if len(names) == 2 else "raters"] = ",".join(names)
+    return query.urlencode(safe=","), ""
