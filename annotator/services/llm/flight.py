@@ -23,6 +23,7 @@ run's workers by these names.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Generic, TypeVar
@@ -40,7 +41,7 @@ TOKEN_CAP_REACHED = "token cap reached"
 T = TypeVar("T")
 
 
-class Flight(Generic[T]):
+class Flight(ABC, Generic[T]):
     """One pass of a run over its items. Subclasses give `may_send`, `prepare` and `collect`; `sent` and
     `landed` are optional. `fly` returns True when every item was handled and every answer collected,
     False when sending stopped first (stopped, capped, failed, out of time)."""
@@ -66,17 +67,17 @@ class Flight(Generic[T]):
 
     # --- what a subclass says ---
 
+    @abstractmethod
     def may_send(self) -> bool:
         """Whether one more request may go (reads the run's row; stops sending when it may not)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def prepare(self, item: T) -> Callable[[], Any] | None:
         """On the calling thread: the call the pool runs for `item`, or None when it needs no request."""
-        raise NotImplementedError
 
+    @abstractmethod
     def collect(self, item: T, future: Future) -> None:
         """On the calling thread: record `item`'s answer (`future` is done; it may hold an exception)."""
-        raise NotImplementedError
 
     def sent(self) -> None:
         """After a round of sending (the requests in flight are `len(self.flying)`)."""
