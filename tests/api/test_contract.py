@@ -4,86 +4,26 @@ Every response below goes through tests/api/openapi.py (installed for every test
 which checks status, body and the absence of undocumented keys. The walk covers every operation of the
 schema, with the successes and the documented errors a client meets; `test_every_operation_is_exercised`
 fails when a new endpoint appears without a call here.
+
+The world and the token clients are in tests/api/contract_world.py (test_schemathesis.py uses them too); the
+single requests that once answered otherwise than the contract says are in test_contract_errors.py.
 """
 
 from __future__ import annotations
 
 import json
 
-import pytest
 from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from annotator.models import (
-    Assignment,
-    LLMConfig,
-    LLMRun,
-    LLMTraceResult,
-    Membership,
-    Project,
-    PromptTemplate,
-)
+from annotator.models import LLMConfig, Membership, Project
 from annotator.services.adjudication import do_check_trace
 from tests.api import openapi
-from tests.factories import PASSWORD, BatchFactory, UserFactory, api_token
+from tests.api.contract_world import _as, _small_jobs, world  # noqa: F401 (the fixtures)
+from tests.factories import PASSWORD, BatchFactory, UserFactory
 from tests.labels import project_trace, submit
 from traces.importers.synthetic import native_lines, synthetic_traces
-
-
-@pytest.fixture(autouse=True)
-def _small_jobs(settings, tmp_path):
-    settings.EXPORT_DIR = tmp_path / "exports"
-    settings.UPLOAD_DIR = tmp_path / "uploads"
-    settings.AGREEMENT_BOOTSTRAP = 20
-    settings.AGREEMENT_PAIR_BOOTSTRAP = 10
-    settings.LLM_ALLOWED_BASE_URLS = ["http://127.0.0.1:11434/v1"]  # the default base URL, a local Ollama
-
-
-def auth_header(user) -> str:
-    return f"Token {api_token(user)}"
-
-
-def _as(user) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=auth_header(user))
-    return client
-
-
-@pytest.fixture
-def world(project, owner, annotator_a, annotator_b, adjudicator):
-    """A disputed trace (an open adjudication item), an open assignment for Ana, an LLM run with a failure."""
-    disputed = project_trace(project)
-    submit(project, disputed, annotator_a, {"FM-1.1": [2], "FM-3.1": [4]})
-    submit(project, disputed, annotator_b, {"FM-1.1": [3]})
-    item = do_check_trace(project.pk, disputed.pk)
-    open_trace = project_trace(project)
-    slot = Assignment.objects.create(project=project, trace=open_trace, annotator=annotator_a)
-    done = Assignment.objects.get(project=project, trace=disputed, annotator=annotator_a)
-    prompt = PromptTemplate.objects.create(project=project, number=1, instructions="Label it.")
-    rater = UserFactory(username="llm:contract-model")
-    run = LLMRun.objects.create(
-        project=project,
-        batch=disputed.batch,
-        prompt=prompt,
-        rater=rater,
-        model="contract-model",
-        status=LLMRun.Status.SUCCEEDED,
-        total=1,
-        failed=1,
-    )
-    LLMTraceResult.objects.create(
-        run=run, trace=disputed, status=LLMTraceResult.Status.FAILED, error="no JSON", raw_output="hmm"
-    )
-    return {
-        "slug": project.slug,
-        "item": item,
-        "trace": disputed,
-        "slot": slot,
-        "done": done,
-        "run": run,
-        "batch": disputed.batch.name,
-    }
 
 
 def _second_rater(project):
@@ -104,7 +44,14 @@ def _upload() -> SimpleUploadedFile:
 
 
 def test_every_operation_answers_its_documented_shapes(
-    world, project, owner, annotator_a, annotator_b, adjudicator, outsider, django_capture_on_commit_callbacks
+    world,  # noqa: F811
+    project,
+    owner,
+    annotator_a,
+    annotator_b,
+    adjudicator,
+    outsider,
+    django_capture_on_commit_callbacks,
 ):
     openapi.COVERED.clear()
     cache.clear()  # rate limits (token creation) count per address, in the shared cache: start from none
@@ -450,59 +397,3 @@ def test_every_operation_answers_its_documented_shapes(
 
     missing = openapi.operations() - openapi.COVERED
     assert not missing, f"operations no test answered: {sorted(missing)}"
-
-
-def test_an_export_refuses_an_object_where_a_flag_belongs(project, owner):
-    """`real_names: {}` used to count as "false"; a flag that is not a boolean is now a 400 naming it."""
-    response = _as(owner).post(f"/api/projects/{project.slug}/exports/", {"real_names": {}}, format="json")
-    assert response.status_code == 400
-    assert response.json()["fields"] == {"real_names": ["Must be a valid boolean."]}
-
-
-def test_a_search_without_q_is_refused(project, owner):
-    trace = project_trace(project)
-    response = _as(owner).get(f"/api/projects/{project.slug}/traces/{trace.pk}/search/")
-    assert response.status_code == 400 and "q" in response.json()["fields"]
-
-
-def test_error_bodies_share_one_shape(project, owner, annotator_a, outsider):
-    """403, 404, validation and service errors all answer {detail, errors?, fields?}."""
-    api = f"/api/projects/{project.slug}"
-    bodies = [
-        _as(outsider).get(f"{api}/traces/").json(),
-        _as(annotator_a).get(f"{api}/llm-runs/").json(),
-        _as(owner).post(f"{api}/llm-runs/", {"batch": "missing"}, format="json").json(),
-        _as(owner).post(f"{api}/llm-runs/", {"limit": "many"}, format="json").json(),
-        APIClient().get(f"{api}/traces/").json(),
-    ]
-    for body in bodies:
-        assert isinstance(body["detail"], str) and set(body) <= {"detail", "errors", "fields"}, body
-
-
-def test_llm_agreement_survives_a_submit_between_its_reads(
-    project, owner, annotator_a, annotator_b, monkeypatch
-):
-    """A submit landing between the read of the annotations and the read of their labels used to raise a
-    KeyError (a 500 from llm-agreement); the late annotation now waits for the next computation."""
-    from annotator.services.llm import agreement as llm_agreement
-
-    first, second = project_trace(project), project_trace(project)
-    submit(project, first, annotator_a, {"FM-1.1": [1]})
-    original = llm_agreement.LabelApplication.objects.filter
-
-    def submit_meanwhile(*args, **kwargs):
-        submit(project, second, annotator_b, {"FM-1.2": [2]})
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(llm_agreement.LabelApplication.objects, "filter", submit_meanwhile)
-    response = _as(owner).get(f"/api/projects/{project.slug}/llm-agreement/")
-    assert response.status_code == 200 and response.json()["raters"] == []
-
-
-def test_an_llm_run_limit_past_the_column_is_refused(project, owner):
-    """`limit` above 2^31-1 used to reach the database and answer 500."""
-    batch = project_trace(project).batch
-    response = _as(owner).post(
-        f"/api/projects/{project.slug}/llm-runs/", {"batch": batch.name, "limit": 2**31}, format="json"
-    )
-    assert response.status_code == 400 and "limit" in response.json()["fields"]

@@ -34,7 +34,7 @@ from schemathesis.specs.openapi.checks import (
 from annotator.models import Membership, Project
 from annotator.services.evolution import do_preview_migration
 from tests.api import openapi
-from tests.api.test_contract import auth_header, world  # noqa: F401 (the fixture)
+from tests.api.contract_world import auth_header, world  # noqa: F401 (the fixture)
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 # Examples per operation and generation mode: (owner, annotator). For a deeper run by hand, scale them and
