@@ -103,6 +103,20 @@ def project(db, mast, owner, annotator_a, annotator_b, adjudicator):
 
 
 @pytest.fixture(autouse=True)
+def _a_fresh_local_cache():
+    """Without Redis the cache lives in this process, and what it counts is keyed by row ids that SQLite
+    hands out again after each test's rollback (an endpoint's rate window is `llm-rpm:cfg1:MINUTE`): one
+    test's hundreds of model requests must not fill the next test's window. Redis runs (PostgreSQL, whose
+    ids never repeat) keep their cache."""
+    yield
+    from django.core.cache import caches
+    from django.core.cache.backends.locmem import LocMemCache
+
+    if isinstance(caches["default"], LocMemCache):
+        caches["default"].clear()
+
+
+@pytest.fixture(autouse=True)
 def _api_answers_match_the_schema(monkeypatch):
     """Every API response any test produces must match the published OpenAPI schema (tests/api/openapi.py)."""
     from tests.api.openapi import install
