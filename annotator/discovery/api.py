@@ -194,16 +194,21 @@ def runs(request, slug: str):
         ]
         return Response(DiscoveryRunSummarySerializer(rows, many=True).data)
     access.require(MANAGE_ROLES)
-    incoming = DiscoveryStartSerializer(data=request.data)
-    incoming.is_valid(raise_exception=True)
-    data = dict(incoming.validated_data)
+    options = _start_options(request)
     try:
-        run = do_start_discovery(
-            access, actor=request.user, background=is_eager(), **{**data, "model": data.get("model") or None}
-        )
+        run = do_start_discovery(access, actor=request.user, background=is_eager(), **options)
     except DiscoveryError as error:
         return _bad(error)
     return Response(run_body(run), status=status.HTTP_201_CREATED)
+
+
+def _start_options(request) -> dict:
+    """A discovery run's options from a start or estimate request (400 on bad input); no model: the
+    project's LLM rater model."""
+    incoming = DiscoveryStartSerializer(data=request.data)
+    incoming.is_valid(raise_exception=True)
+    data = dict(incoming.validated_data)
+    return {**data, "model": data.get("model") or None}
 
 
 @extend_schema(
@@ -214,11 +219,9 @@ def runs(request, slug: str):
 @api_view(["POST"])
 def estimate(request, slug: str):
     access = ProjectAccess.load(request.user, slug).require(MANAGE_ROLES)
-    incoming = DiscoveryStartSerializer(data=request.data)
-    incoming.is_valid(raise_exception=True)
-    data = dict(incoming.validated_data)
+    options = _start_options(request)
     try:
-        found = estimate_discovery(access, **{**data, "model": data.get("model") or None})
+        found = estimate_discovery(access, **options)
     except DiscoveryError as error:
         return _bad(error)
     return Response(DiscoveryEstimateSerializer(found.as_dict()).data)
